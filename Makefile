@@ -1,0 +1,91 @@
+# mmproxy-bpf — top-level build.
+#   make            binary + BPF objects (clang -> bpftool gen object -> bpftool gen skeleton)
+#   make test       every test (installs deps first; needs root, re-runs through sudo)
+#   make demo       HAProxy -> mmproxy-bpf -> upstream in namespaces (needs root)
+#   make install    binary, man page and systemd unit
+#   make vmlinux    regenerate the committed vmlinux/vmlinux.h from the running kernel
+#   make bench      quick benchmark (~5 min); make bench-full for everything
+
+BUILD    ?= build
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+PREFIX   ?= /usr/local
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CFLAGS   ?= -O2 -g
+CFLAGS   += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
+            -Iinclude -Iuser -I$(BUILD) -DMMP_VERSION='"$(VERSION)"'
+LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
+LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
+LDLIBS   += $(LIBBPF_LIBS) -lpthread
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux -Wall
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS    := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+# Every user/*.c except main.c is a library object, shared with tests and fuzzers.
+USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+HEADERS   := $(wildcard include/*.h user/*.h)
+
+BIN := $(BUILD)/mmproxy-bpf
+
+.PHONY: all test test-root demo demo-root install vmlinux clean bench bench-full deps
+all: $(BIN)
+
+$(BUILD) $(BUILD)/user:
+	@mkdir -p $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(BUILD)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
+	$(BPFTOOL) gen object $@ $@.tmp.o
+	@rm -f $@.tmp.o
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/user
+	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmmp.a: $(USER_OBJS)
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/user/main.o $(BUILD)/libmmp.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
+
+deps:
+	@scripts/as-root.sh bash scripts/deps.sh
+
+# test and demo need root (network namespaces, IP_TRANSPARENT, BPF): as-root.sh
+# re-runs them through sudo, or says plainly that root is needed.
+test:
+	@scripts/as-root.sh $(MAKE) --no-print-directory test-root
+
+test-root: deps all
+	@$(MAKE) --no-print-directory unit-tests
+	@$(MAKE) --no-print-directory fuzz-tests
+	@$(MAKE) --no-print-directory integration-tests
+
+demo:
+	@scripts/as-root.sh $(MAKE) --no-print-directory demo-root
+
+demo-root: deps all
+	@bash scripts/demo.sh
+
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/mmproxy-bpf
+	install -D -m 0644 docs/mmproxy-bpf.8 $(DESTDIR)$(PREFIX)/share/man/man8/mmproxy-bpf.8
+	install -D -m 0644 scripts/mmproxy-bpf.service $(DESTDIR)/etc/systemd/system/mmproxy-bpf.service
+
+clean:
+	rm -rf $(BUILD)
+
+-include tests/tests.mk
+-include bench/bench.mk

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Command line: go-mmproxy's flags, mmproxy-rs's long options, our subcommands. */
+#ifndef MMP_CONFIG_H
+#define MMP_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+enum mmp_command {
+	MMP_CMD_RUN,
+	MMP_CMD_CHECK,
+	MMP_CMD_SETUP_ROUTING,
+	MMP_CMD_CLEANUP_ROUTING,
+	MMP_CMD_VERSION,
+	MMP_CMD_HELP,
+};
+
+enum mmp_engine {
+	MMP_ENGINE_AUTO,
+	MMP_ENGINE_SPLICE,
+	MMP_ENGINE_SOCKMAP,
+	MMP_ENGINE_TC,
+};
+
+struct mmp_config {
+	enum mmp_command command;
+	struct sockaddr_storage listen; /* -l */
+	struct sockaddr_storage target4; /* -4: upstream for IPv4 clients */
+	struct sockaddr_storage target6; /* -6: upstream for IPv6 clients */
+	const char *allowed_path; /* -a, NULL: allow every source */
+	int close_after_s; /* -c: UDP idle timeout */
+	int protocol; /* -p: IPPROTO_TCP or IPPROTO_UDP */
+	uint32_t mark; /* -m, 0: no SO_MARK */
+	int listeners; /* --listeners */
+	int header_timeout_ms;
+	int connect_timeout_ms;
+	enum mmp_engine engine;
+	const char *pin_dir;
+	int route_table; /* setup-routing / cleanup-routing / check */
+};
+
+/*
+ * Parse argv into *cfg (defaults first). Returns 0, or -EINVAL after printing
+ * a one-line error that names the bad option and the fix.
+ */
+int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg);
+void mmp_usage(FILE *out);
+const char *mmp_engine_name(enum mmp_engine e);
+
+#endif

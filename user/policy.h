@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Source policy: the pinned allowed-subnets LPM tries (mmp_allow4/6) and the
+ * bpffs pin directory that holds them. One instance owns a pin directory at a
+ * time (flock on the directory).
+ */
+#ifndef MMP_POLICY_H
+#define MMP_POLICY_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+struct mmp_policy;
+
+/*
+ * Mount bpffs if needed, lock pin_dir, load the maps and pin them.
+ * allowed_path may be NULL (every source allowed). Returns 0 with *out set,
+ * or a negative errno after logging the cause and the fix.
+ */
+int mmp_policy_open(const char *pin_dir, const char *allowed_path, struct mmp_policy **out);
+
+/* True when the load balancer address sa may connect. Thread-safe. */
+bool mmp_policy_allowed(const struct mmp_policy *p, const struct sockaddr *sa);
+
+/* Unpin the maps, remove the pin directory, free. NULL is fine. */
+void mmp_policy_close(struct mmp_policy *p);
+
+/* Make sure the filesystem holding dir's parent is bpffs; mount /sys/fs/bpf if missing. */
+int mmp_ensure_bpffs(const char *dir);
+
+#endif

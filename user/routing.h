@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The policy routing that transparent upstream connections need: replies
+ * from the loopback upstream to a spoofed client address must be delivered
+ * locally, not sent out of the host.
+ *   ip rule add from 127.0.0.1/8 iif lo table N ; ip route add local 0.0.0.0/0 dev lo table N
+ *   ip -6 rule add from ::1/128 iif lo table N  ; ip -6 route add local ::/0 dev lo table N
+ */
+#ifndef MMP_ROUTING_H
+#define MMP_ROUTING_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+/* Idempotent. Return 0 or a negative errno after logging what failed. */
+int mmp_routing_setup(int table);
+int mmp_routing_cleanup(int table);
+
+/* Print the commands that set up family's routing for table, one per line. */
+void mmp_routing_print_fix(int family, int table);
+
+/*
+ * End-to-end probe: connect from a spoofed TEST-NET address to a throwaway
+ * listener on the loopback address of family. Returns 0 when the spoofed
+ * handshake completes, -ETIMEDOUT when replies are not routed back, or
+ * another negative errno (*what names the failed step).
+ */
+int mmp_routing_probe(int family, int timeout_ms, const char **what);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Socket address parsing and formatting: "1.2.3.4:80", "[2001:db8::1]:80". */
+#ifndef MMP_SOCKADDR_H
+#define MMP_SOCKADDR_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+/* Big enough for "[ffff:...:255.255.255.255%ifname]:65535". */
+#define MMP_ADDRSTRLEN 72
+
+/*
+ * Parse "ip:port" or "[ip6]:port" into *ss. Returns 0, or -EINVAL with
+ * *reason set to a static string.
+ */
+int mmp_parse_hostport(const char *s, struct sockaddr_storage *ss, const char **reason);
+
+/* Format *sa as "ip:port" / "[ip6]:port" into buf (MMP_ADDRSTRLEN); returns buf. */
+const char *mmp_fmt_addr(const struct sockaddr *sa, char *buf);
+
+socklen_t mmp_sockaddr_len(const struct sockaddr *sa);
+
+/* Turn an IPv4-mapped IPv6 address (::ffff:a.b.c.d) into plain IPv4, in place. */
+bool mmp_unmap_v4(struct sockaddr_storage *ss);
+
+#endif

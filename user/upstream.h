@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Opening the spoofed upstream connection. */
+#ifndef MMP_UPSTREAM_H
+#define MMP_UPSTREAM_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+/*
+ * Create a non-blocking TCP socket toward target and start connecting.
+ * When src is non-NULL the socket is made transparent and bound to exactly
+ * src (the client's ip:port); a failed bind fails the call, never falling
+ * back to our own address. mark != 0 sets SO_MARK.
+ * Returns the fd (connect in progress or done), or a negative errno with
+ * *what naming the step that failed ("IP_TRANSPARENT", "bind", "connect", ...).
+ */
+int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark,
+			 const char **what);
+
+/* A hint for an upstream-step errno, e.g. "(run as root or grant CAP_NET_ADMIN)"; "" if none. */
+const char *mmp_upstream_hint(const char *what, int err);
+
+#endif

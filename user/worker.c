@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include "handshake.h"
+#include "log.h"
+#include "policy.h"
+#include "proxy_proto.h"
+#include "sockaddr.h"
+#include "splice.h"
+#include "worker.h"
+
+#define ACCEPT_BATCH 64
+#define EMFILE_BACKOFF_MS 100
+#define MAX_EVENTS 256
+
+/* epoll_data.ptr tags for the two non-connection fds. */
+static char listen_tag, stop_tag;
+
+uint64_t mmp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void mmp_conn_list_push(struct mmp_conn_list *l, struct mmp_conn *c)
+{
+	c->next = NULL;
+	c->prev = l->tail;
+	if (l->tail)
+		l->tail->next = c;
+	else
+		l->head = c;
+	l->tail = c;
+	l->len++;
+}
+
+void mmp_conn_list_remove(struct mmp_conn_list *l, struct mmp_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		l->tail = c->prev;
+	c->prev = c->next = NULL;
+	l->len--;
+}
+
+int mmp_worker_watch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ep };
+	int op;
+
+	if (events == ep->events)
+		return 0;
+	if (!events)
+		op = EPOLL_CTL_DEL;
+	else
+		op = ep->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (epoll_ctl(w->epfd, op, ep->fd, &ev)) {
+		int err = -errno;
+
+		pr_err("epoll_ctl on fd %d failed: %s", ep->fd, strerror(-err));
+		return err;
+	}
+	ep->events = events;
+	return 0;
+}
+
+static struct mmp_conn_list *list_of(struct mmp_worker *w, struct mmp_conn *c)
+{
+	switch (c->state) {
+	case CONN_HEADER:
+		return &w->header_wait;
+	case CONN_CONNECTING:
+		return &w->connect_wait;
+	case CONN_SPLICING:
+		return &w->active;
+	}
+	return NULL;
+}
+
+static void close_endpoint(struct mmp_endpoint *ep, bool reset)
+{
+	if (ep->fd < 0)
+		return;
+	if (reset) {
+		/* SO_LINGER {1, 0}: close() sends RST instead of FIN. */
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(ep->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(ep->fd); /* also removes it from epoll */
+	ep->fd = -1;
+}
+
+void mmp_conn_close(struct mmp_worker *w, struct mmp_conn *c, bool reset_client, bool reset_upstream)
+{
+	mmp_conn_list_remove(list_of(w, c), c);
+	if (c->state == CONN_SPLICING)
+		mmp_splice_release(c);
+	close_endpoint(&c->client, reset_client);
+	close_endpoint(&c->upstream, reset_upstream);
+	atomic_fetch_sub(&w->counters->active, 1);
+	free(c);
+}
+
+static int make_listener(const struct mmp_config *cfg)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&cfg->listen;
+	char addr[MMP_ADDRSTRLEN];
+	int one = 1, fd, err;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		goto fail;
+	if (bind(fd, sa, mmp_sockaddr_len(sa)) || listen(fd, 4096))
+		goto fail;
+	return fd;
+fail:
+	err = -errno;
+	pr_err("failed to listen on %s: %s%s", mmp_fmt_addr(sa, addr), strerror(-err),
+	       err == -EADDRINUSE ? " (another process holds the port: stop it or change -l)"
+	       : err == -EADDRNOTAVAIL ? " (the address is not configured on this host: change -l)"
+				       : "");
+	close(fd);
+	return err;
+}
+
+int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
+		    const struct mmp_policy *policy, struct mmp_counters *counters)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->id = id;
+	w->cfg = cfg;
+	w->policy = policy;
+	w->counters = counters;
+	w->epfd = w->listen_fd = w->stop_fd = -1;
+
+	w->peek_buf = malloc(PP_MAX_HEADER_LEN);
+	if (!w->peek_buf)
+		return -ENOMEM;
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->epfd < 0 || w->stop_fd < 0) {
+		err = -errno;
+		pr_err("failed to create epoll/eventfd: %s", strerror(-err));
+		return err;
+	}
+	w->listen_fd = make_listener(cfg);
+	if (w->listen_fd < 0)
+		return w->listen_fd;
+
+	ev.data.ptr = &listen_tag;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listen_fd, &ev))
+		return -errno;
+	ev.data.ptr = &stop_tag;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->stop_fd, &ev))
+		return -errno;
+	return 0;
+}
+
+static void pause_accept(struct mmp_worker *w, int err)
+{
+	struct epoll_event ev = { 0 };
+
+	/* Out of fds: stop polling the listener briefly instead of spinning or exiting. */
+	pr_err("accept failed: %s; pausing new connections for %d ms (raise LimitNOFILE / ulimit -n)",
+	       strerror(-err), EMFILE_BACKOFF_MS);
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->listen_fd, &ev);
+	w->accept_resume_ms = mmp_now_ms() + EMFILE_BACKOFF_MS;
+}
+
+static void resume_accept(struct mmp_worker *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &listen_tag };
+
+	w->accept_resume_ms = 0;
+	if (!w->stopping)
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listen_fd, &ev);
+}
+
+static void accept_batch(struct mmp_worker *w)
+{
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage peer;
+		socklen_t len = sizeof(peer);
+		int fd;
+
+		fd = accept4(w->listen_fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			int err = -errno;
+
+			if (err == -EMFILE || err == -ENFILE || err == -ENOBUFS || err == -ENOMEM)
+				pause_accept(w, err);
+			else if (err != -EAGAIN && err != -EINTR && err != -ECONNABORTED)
+				pr_conn("accept failed: %s", strerror(-err));
+			return;
+		}
+		atomic_fetch_add(&w->counters->accepted, 1);
+		mmp_handshake_accepted(w, fd, &peer);
+	}
+}
+
+/* Expire the oldest entries of a deadline list. */
+static void expire(struct mmp_worker *w, struct mmp_conn_list *l, uint64_t now)
+{
+	while (l->head && l->head->deadline_ms <= now)
+		mmp_handshake_timeout(w, l->head);
+}
+
+static int next_timeout(struct mmp_worker *w, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (w->header_wait.head)
+		next = w->header_wait.head->deadline_ms;
+	if (w->connect_wait.head && w->connect_wait.head->deadline_ms < next)
+		next = w->connect_wait.head->deadline_ms;
+	if (w->accept_resume_ms && w->accept_resume_ms < next)
+		next = w->accept_resume_ms;
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)(next - now);
+}
+
+static void dispatch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t events)
+{
+	struct mmp_conn *c = ep->conn;
+
+	switch (c->state) {
+	case CONN_HEADER:
+	case CONN_CONNECTING:
+		mmp_handshake_event(w, c, ep, events);
+		break;
+	case CONN_SPLICING:
+		mmp_splice_event(w, c, ep, events);
+		break;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct mmp_worker *w = arg;
+	struct epoll_event evs[MAX_EVENTS];
+
+	while (!w->stopping) {
+		uint64_t now = mmp_now_ms();
+		int n = epoll_wait(w->epfd, evs, MAX_EVENTS, next_timeout(w, now));
+
+		if (n < 0 && errno != EINTR) {
+			pr_err("epoll_wait failed: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			void *ptr = evs[i].data.ptr;
+
+			if (ptr == &stop_tag)
+				w->stopping = true;
+			else if (ptr == &listen_tag)
+				accept_batch(w);
+			else
+				dispatch(w, ptr, evs[i].events);
+		}
+		now = mmp_now_ms();
+		expire(w, &w->header_wait, now);
+		expire(w, &w->connect_wait, now);
+		if (w->accept_resume_ms && w->accept_resume_ms <= now)
+			resume_accept(w);
+	}
+	return NULL;
+}
+
+int mmp_worker_start(struct mmp_worker *w)
+{
+	int err = pthread_create(&w->thread, NULL, worker_main, w);
+
+	if (err)
+		pr_err("failed to start listener thread %d: %s", w->id, strerror(err));
+	return -err;
+}
+
+static void close_all(struct mmp_worker *w, struct mmp_conn_list *l)
+{
+	while (l->head)
+		mmp_conn_close(w, l->head, false, false);
+}
+
+void mmp_worker_stop(struct mmp_worker *w)
+{
+	uint64_t one = 1;
+
+	if (w->thread) {
+		if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
+			pr_err("failed to wake listener thread %d: %s", w->id, strerror(errno));
+		pthread_join(w->thread, NULL);
+		w->thread = 0;
+	}
+	close_all(w, &w->header_wait);
+	close_all(w, &w->connect_wait);
+	close_all(w, &w->active);
+	if (w->listen_fd >= 0)
+		close(w->listen_fd);
+	if (w->stop_fd >= 0)
+		close(w->stop_fd);
+	if (w->epfd >= 0)
+		close(w->epfd);
+	free(w->peek_buf);
+	w->peek_buf = NULL;
+	w->listen_fd = w->stop_fd = w->epfd = -1;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A listener worker: its own SO_REUSEPORT socket, thread and epoll loop.
+ * It accepts, reads the PROXY header, connects upstream, and runs the engine.
+ */
+#ifndef MMP_WORKER_H
+#define MMP_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "config.h"
+#include "conn.h"
+
+struct mmp_policy;
+
+struct mmp_counters {
+	atomic_ulong accepted;
+	atomic_ulong refused_source; /* not in the allowed subnets */
+	atomic_ulong bad_header;
+	atomic_ulong header_timeout;
+	atomic_ulong upstream_failed;
+	atomic_ulong spliced; /* handed to the engine */
+	atomic_ulong resets_forwarded;
+	atomic_ulong active;
+};
+
+struct mmp_worker {
+	int id;
+	const struct mmp_config *cfg;
+	const struct mmp_policy *policy;
+	int epfd;
+	int listen_fd;
+	int stop_fd; /* eventfd: the main thread asks us to stop */
+	pthread_t thread;
+	uint8_t *peek_buf; /* PP_MAX_HEADER_LEN scratch for MSG_PEEK */
+	struct mmp_conn_list header_wait; /* CONN_HEADER, oldest first */
+	struct mmp_conn_list connect_wait; /* CONN_CONNECTING, oldest first */
+	struct mmp_conn_list active; /* CONN_SPLICING */
+	uint64_t accept_resume_ms; /* non-zero: accepting paused (EMFILE) until then */
+	bool stopping;
+	struct mmp_counters *counters; /* shared by all workers */
+};
+
+/* Create the listening socket. Returns 0 or a negative errno after logging. */
+int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
+		    const struct mmp_policy *policy, struct mmp_counters *counters);
+int mmp_worker_start(struct mmp_worker *w);
+/* Ask the worker to stop, join it, and free everything it owns. */
+void mmp_worker_stop(struct mmp_worker *w);
+
+uint64_t mmp_now_ms(void);
+
+/* Used by conn.c / splice.c: (re)register ep for events; 0 unregisters. */
+int mmp_worker_watch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t events);
+/* Close both sockets (abort: reset the client with SO_LINGER 0) and free c. */
+void mmp_conn_close(struct mmp_worker *w, struct mmp_conn *c, bool reset_client, bool reset_upstream);
+
+#endif
