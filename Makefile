@@ -15,7 +15,7 @@ VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CFLAGS   ?= -O2 -g
-CFLAGS   += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
+CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -std=gnu11 -D_GNU_SOURCE \
             -Iinclude -Iuser -I$(BUILD) -DMMP_VERSION='"$(VERSION)"'
 LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
@@ -33,6 +33,9 @@ USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 HEADERS   := $(wildcard include/*.h user/*.h)
 
 BIN := $(BUILD)/mmproxy-bpf
+
+# Keep the BPF objects: they are inputs of the skeletons, not throwaway intermediates.
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 
 .PHONY: all test test-root demo demo-root install vmlinux clean bench bench-full deps
 all: $(BIN)

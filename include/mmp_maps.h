@@ -8,6 +8,7 @@
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
+
 #endif
 
 /* Default bpffs directory that holds every pinned map. */
@@ -32,5 +33,73 @@ struct mmp_allow6_key {
 struct mmp_allow_value {
 	__u32 line; /* line number in the allowed-subnets file */
 };
+
+/*
+ * The sockmap engine.
+ *   mmp_peers   SOCKHASH, no program: key = a socket's cookie, value = its PEER.
+ *               The verdict redirects with one lookup: own cookie -> peer.
+ *   mmp_socks   SOCKHASH with the stream verdict attached: key = own cookie.
+ *   mmp_flows   HASH: key = the client-side socket's cookie, one entry per flow.
+ *   mmp_sockdir HASH: key = either socket's cookie -> its flow and direction,
+ *               plus the userspace-owned "forwarded" counter.
+ *   mmp_counters PERCPU_ARRAY of global counters.
+ */
+#define MMP_PEERS_MAP "mmp_peers"
+#define MMP_SOCKS_MAP "mmp_socks"
+#define MMP_FLOWS_MAP "mmp_flows"
+#define MMP_SOCKDIR_MAP "mmp_sockdir"
+#define MMP_COUNTERS_MAP "mmp_counters"
+#define MMP_SOCKMAP_MAX_FLOWS 65536
+
+enum mmp_dir {
+	MMP_DIR_UP = 0, /* client -> upstream */
+	MMP_DIR_DOWN = 1, /* upstream -> client */
+};
+
+/* An address as bpftool shows it: family 2 = IPv4 (first 4 bytes), 10 = IPv6. */
+struct mmp_addr {
+	__u16 family;
+	__u16 port; /* host byte order */
+	__u8 addr[16];
+};
+
+/* One direction of a flow, written by the verdict program. */
+struct mmp_flow_dir {
+	__u64 bytes; /* payload bytes seen from the source (header excluded) */
+	__u64 redirected; /* bytes the kernel redirected to the peer */
+	__u64 passed; /* bytes held back for userspace (over --max-queued) */
+	__u64 consumed; /* every byte verdicted, header included */
+	__u64 peer_base; /* the peer's bytes-written count at hand-off */
+	__u32 skip; /* PROXY header bytes still to drop */
+	__u32 paused; /* 1: over budget, SK_PASS until userspace caught up */
+};
+
+struct mmp_flow {
+	struct mmp_addr client; /* the real client, from the PROXY header */
+	struct mmp_addr lb; /* the load balancer's connection */
+	struct mmp_addr upstream;
+	__u64 client_cookie;
+	__u64 upstream_cookie;
+	struct mmp_flow_dir up; /* client -> upstream */
+	struct mmp_flow_dir down; /* upstream -> client */
+};
+
+struct mmp_sockdir {
+	__u64 flow; /* key into mmp_flows */
+	__u32 dir; /* enum mmp_dir of bytes read from this socket */
+	__u32 pad;
+	__u64 forwarded; /* written by userspace only: held-back bytes it forwarded */
+};
+
+enum mmp_counter {
+	MMP_CNT_REDIRECTED_BYTES,
+	MMP_CNT_PASSED_BYTES, /* held back over budget */
+	MMP_CNT_HEADER_BYTES, /* PROXY header bytes stripped in the kernel */
+	MMP_CNT_PAUSES,
+	MMP_CNT_NO_FLOW, /* verdict for a socket without a flow entry */
+	MMP_CNT_REDIRECT_FAILED,
+	MMP_CNT_MAX,
+};
+
 
 #endif

@@ -12,7 +12,7 @@ fi
 PACKAGES=(
 	# build
 	make gcc clang llvm pkg-config libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
-	linux-libc-dev libcmocka-dev
+	linux-libc-dev libcmocka-dev libclang-rt-14-dev
 	# run and test
 	iproute2 util-linux procps psmisc coreutils haproxy nginx-light libnginx-mod-stream
 	python3 socat

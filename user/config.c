@@ -19,6 +19,7 @@ enum long_only_opts {
 	OPT_ENGINE,
 	OPT_PIN_DIR,
 	OPT_TABLE,
+	OPT_MAX_QUEUED,
 	OPT_HELP,
 };
 
@@ -37,6 +38,7 @@ static const struct option long_opts[] = {
 	{ "engine", required_argument, NULL, OPT_ENGINE },
 	{ "pin-dir", required_argument, NULL, OPT_PIN_DIR },
 	{ "table", required_argument, NULL, OPT_TABLE },
+	{ "max-queued", required_argument, NULL, OPT_MAX_QUEUED },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ 0 },
 };
@@ -63,7 +65,10 @@ void mmp_usage(FILE *out)
 		"  -v, --verbose 0|1|2             0 errors, 1 per-connection errors, 2 every state change\n"
 		"      --header-timeout SEC        close connections whose PROXY header is incomplete (default 5)\n"
 		"      --connect-timeout SEC       upstream connect timeout (default 5)\n"
-		"      --engine auto|splice        data-path engine (default auto; sockmap and tc are not built yet)\n"
+		"      --engine auto|splice|sockmap  data-path engine (default auto = splice, the fastest here;\n"
+		"                                  the tc engine is not built yet)\n"
+		"      --max-queued BYTES          sockmap: bytes queued per flow and direction before the\n"
+		"                                  sender is slowed by TCP flow control (default 4194304)\n"
 		"      --pin-dir DIR               bpffs directory for pinned maps (default " MMP_PIN_DIR_DEFAULT ")\n"
 		"      --table N                   routing table for check/setup-routing (default 123)\n"
 		"      --help                      this text\n");
@@ -159,6 +164,7 @@ static void set_defaults(struct mmp_config *cfg)
 	cfg->engine = MMP_ENGINE_AUTO;
 	cfg->pin_dir = MMP_PIN_DIR_DEFAULT;
 	cfg->route_table = 123;
+	cfg->max_queued = 4 << 20;
 }
 
 int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
@@ -237,11 +243,18 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 				cfg->engine = MMP_ENGINE_AUTO;
 			else if (!strcmp(optarg, "splice"))
 				cfg->engine = MMP_ENGINE_SPLICE;
-			else if (!strcmp(optarg, "sockmap") || !strcmp(optarg, "tc"))
+			else if (!strcmp(optarg, "sockmap"))
+				cfg->engine = MMP_ENGINE_SOCKMAP;
+			else if (!strcmp(optarg, "tc"))
 				return bad_option("--engine", optarg,
-						  "this build has only the splice engine (use auto or splice)");
+						  "the tc engine is not built yet (use auto, splice or sockmap)");
 			else
-				return bad_option("--engine", optarg, "expected auto or splice");
+				return bad_option("--engine", optarg, "expected auto, splice or sockmap");
+			break;
+		case OPT_MAX_QUEUED:
+			if (parse_long(optarg, 65536, 1L << 40, &v))
+				return bad_option("--max-queued", optarg, "bytes from 65536 upwards");
+			cfg->max_queued = (uint64_t)v;
 			break;
 		case OPT_PIN_DIR:
 			cfg->pin_dir = optarg;

@@ -39,6 +39,7 @@ struct mmp_config {
 	enum mmp_engine engine;
 	const char *pin_dir;
 	int route_table; /* setup-routing / cleanup-routing / check */
+	uint64_t max_queued; /* sockmap: bytes queued per flow and direction before backpressure */
 };
 
 /*

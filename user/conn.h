@@ -36,8 +36,25 @@ struct mmp_splice_dir {
 	bool dst_shut; /* FIN forwarded to dst after every byte */
 };
 
+/* The sockmap engine's per-connection state; index 0 = client socket, 1 = upstream. */
+struct mmp_sockmap_conn {
+	uint64_t cookie[2];
+	uint64_t forwarded[2]; /* held-back bytes userspace forwarded from socket i */
+	bool fin[2]; /* socket i received the peer's FIN */
+	bool shut[2]; /* FIN forwarded from socket i to the other side */
+	bool holding[2]; /* socket i has held-back bytes to forward */
+	uint8_t *buf[2]; /* held-back bytes read from socket i, not yet written */
+	size_t buf_len[2], buf_off[2];
+};
+
+enum mmp_conn_engine {
+	ENGINE_SPLICE,
+	ENGINE_SOCKMAP,
+};
+
 struct mmp_conn {
 	enum mmp_conn_state state;
+	enum mmp_conn_engine engine;
 	struct mmp_endpoint client; /* from the load balancer */
 	struct mmp_endpoint upstream;
 	struct sockaddr_storage lb_addr; /* the load balancer's ip:port */
@@ -45,7 +62,14 @@ struct mmp_conn {
 	const struct sockaddr_storage *target; /* -4 or -6 */
 	uint64_t deadline_ms; /* header or connect deadline */
 	struct mmp_conn *prev, *next; /* in the worker's deadline list */
-	struct mmp_splice_dir dir[2]; /* 0: client -> upstream, 1: upstream -> client */
+	size_t header_len; /* PROXY header length */
+	bool header_consumed; /* read off the socket (splice) or left for the kernel to strip (sockmap) */
+	struct mmp_conn *poll_prev, *poll_next; /* in the worker's poll list (sockmap drain checks) */
+	bool polling;
+	union {
+		struct mmp_splice_dir dir[2]; /* 0: client -> upstream, 1: upstream -> client */
+		struct mmp_sockmap_conn sm;
+	};
 };
 
 /* Doubly linked FIFO. Timeouts are constant per list, so FIFO order is deadline order. */

@@ -12,6 +12,7 @@
 #include "policy.h"
 #include "proxy_proto.h"
 #include "sockaddr.h"
+#include "sockmap.h"
 #include "splice.h"
 #include "upstream.h"
 #include "worker.h"
@@ -106,6 +107,22 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 		mmp_conn_close(w, c, false, false);
 }
 
+/* Read exactly the header off the socket; the payload stays queued. Returns 0 or -1 after logging. */
+static int consume_header(struct mmp_worker *w, struct mmp_conn *c)
+{
+	char lb[MMP_ADDRSTRLEN];
+
+	if (c->header_consumed)
+		return 0;
+	if (recv(c->client.fd, w->peek_buf, c->header_len, MSG_WAITALL) != (ssize_t)c->header_len) {
+		pr_conn("failed to consume the PROXY header from %s: %s", mmp_fmt_addr((const void *)&c->lb_addr, lb),
+			strerror(errno));
+		return -1;
+	}
+	c->header_consumed = true;
+	return 0;
+}
+
 static void read_header(struct mmp_worker *w, struct mmp_conn *c)
 {
 	char lb[MMP_ADDRSTRLEN], src[MMP_ADDRSTRLEN];
@@ -142,12 +159,10 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c)
 			mmp_fmt_addr((const void *)&c->lb_addr, lb));
 		goto fail;
 	}
-	/* Consume exactly the header; the payload stays queued for the engine. */
-	if (recv(c->client.fd, w->peek_buf, hdr.header_len, MSG_WAITALL) != (ssize_t)hdr.header_len) {
-		pr_conn("failed to consume the PROXY header from %s: %s", mmp_fmt_addr((const void *)&c->lb_addr, lb),
-			strerror(errno));
+	c->header_len = hdr.header_len;
+	/* The sockmap engine strips the header in the kernel; splice reads it off now. */
+	if (!w->sockmap && consume_header(w, c))
 		goto fail;
-	}
 	choose_route(w, c, &hdr);
 	pr_debug("PROXY v%d header from %s: client %s", hdr.version, mmp_fmt_addr((const void *)&c->lb_addr, lb),
 		 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, src) : "(local)");
@@ -178,6 +193,22 @@ static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
 		 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)");
 	set_state(w, c, CONN_SPLICING, &w->connect_wait, &w->active);
 	atomic_fetch_add(&w->counters->spliced, 1);
+	if (w->sockmap) {
+		int ret = mmp_sockmap_start(w, c);
+
+		if (!ret)
+			return;
+		/* Nothing is live in the kernel: the splice engine takes the pair. */
+		atomic_fetch_add(&w->counters->sockmap_fallbacks, 1);
+		pr_debug("sockmap engine refused client %s (%s): using splice",
+			 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)",
+			 strerror(-ret));
+		if (consume_header(w, c)) {
+			mmp_conn_close(w, c, false, false);
+			return;
+		}
+	}
+	c->engine = ENGINE_SPLICE;
 	mmp_splice_start(w, c);
 }
 

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "policy.h"
 #include "routing.h"
+#include "sockmap.h"
 #include "sockaddr.h"
 #include "worker.h"
 
@@ -41,8 +42,9 @@ static void raise_nofile(void)
 
 static void log_counters(const struct mmp_counters *c)
 {
-	pr_info("totals: accepted %lu, spliced %lu, refused source %lu, bad header %lu, header timeout %lu, upstream failed %lu, resets forwarded %lu",
-		atomic_load(&c->accepted), atomic_load(&c->spliced), atomic_load(&c->refused_source),
+	pr_info("totals: accepted %lu, spliced %lu (sockmap %lu, fallbacks %lu), refused source %lu, bad header %lu, header timeout %lu, upstream failed %lu, resets forwarded %lu",
+		atomic_load(&c->accepted), atomic_load(&c->spliced), atomic_load(&c->sockmap_flows),
+		atomic_load(&c->sockmap_fallbacks), atomic_load(&c->refused_source),
 		atomic_load(&c->bad_header), atomic_load(&c->header_timeout), atomic_load(&c->upstream_failed),
 		atomic_load(&c->resets_forwarded));
 }
@@ -51,6 +53,7 @@ static int run(const struct mmp_config *cfg)
 {
 	static struct mmp_counters counters;
 	struct mmp_policy *policy = NULL;
+	struct mmp_sockmap *sockmap = NULL;
 	struct mmp_worker *workers;
 	char addr[MMP_ADDRSTRLEN];
 	sigset_t sigs;
@@ -76,13 +79,24 @@ static int run(const struct mmp_config *cfg)
 	if (err)
 		return err;
 
+	/*
+	 * auto = splice: on this kernel the sockmap redirect path is slower than
+	 * splice (README, Performance). sockmap loads only when asked for, and a
+	 * kernel that refuses it is a start-up error, not a silent downgrade.
+	 */
+	if (cfg->engine == MMP_ENGINE_SOCKMAP) {
+		err = mmp_sockmap_open(cfg->pin_dir, cfg->max_queued, &sockmap);
+		if (err)
+			goto out_policy;
+	}
+
 	workers = calloc(cfg->listeners, sizeof(*workers));
 	if (!workers) {
 		err = -ENOMEM;
 		goto out_policy;
 	}
 	for (int i = 0; i < cfg->listeners; i++) {
-		err = mmp_worker_init(&workers[i], i, cfg, policy, &counters);
+		err = mmp_worker_init(&workers[i], i, cfg, policy, sockmap, &counters);
 		started = i + 1; /* initialised, so mmp_worker_stop can free it */
 		if (err)
 			goto out_workers;
@@ -92,8 +106,8 @@ static int run(const struct mmp_config *cfg)
 		if (err)
 			goto out_workers;
 	}
-	pr_info("listening on %s with %d listeners, engine splice; IPv4 upstream %s, IPv6 upstream %s",
-		mmp_fmt_addr((const void *)&cfg->listen, addr), cfg->listeners,
+	pr_info("listening on %s with %d listeners, engine %s; IPv4 upstream %s, IPv6 upstream %s",
+		mmp_fmt_addr((const void *)&cfg->listen, addr), cfg->listeners, sockmap ? "sockmap" : "splice",
 		mmp_fmt_addr((const void *)&cfg->target4, (char[MMP_ADDRSTRLEN]){ 0 }),
 		mmp_fmt_addr((const void *)&cfg->target6, (char[MMP_ADDRSTRLEN]){ 0 }));
 
@@ -108,6 +122,7 @@ out_workers:
 	free(workers);
 	log_counters(&counters);
 out_policy:
+	mmp_sockmap_close(sockmap);
 	mmp_policy_close(policy);
 	return err;
 }

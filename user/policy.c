@@ -18,6 +18,7 @@
 #include "allowlist.h"
 #include "log.h"
 #include "mmp_maps.h"
+#include "pins.h"
 #include "policy.h"
 #include "policy.skel.h"
 
@@ -94,29 +95,6 @@ static int lock_pin_dir(struct mmp_policy *p)
 	return 0;
 }
 
-static void pin_path(const struct mmp_policy *p, const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%s", p->pin_dir, name);
-}
-
-/* Pins left by a crashed instance may have an old layout: replace them. */
-static int pin_map(struct mmp_policy *p, struct bpf_map *map)
-{
-	char path[PATH_MAX];
-	int err;
-
-	pin_path(p, bpf_map__name(map), path, sizeof(path));
-	if (unlink(path) && errno != ENOENT) {
-		err = -errno;
-		pr_err("failed to remove stale pin %s: %s", path, strerror(-err));
-		return err;
-	}
-	err = bpf_map__pin(map, path);
-	if (err)
-		pr_err("failed to pin map at %s: %s", path, strerror(-err));
-	return err;
-}
-
 static int add_cidr(const struct mmp_cidr *cidr, unsigned int lineno, void *ctx)
 {
 	struct mmp_policy *p = ctx;
@@ -169,9 +147,9 @@ int mmp_policy_open(const char *pin_dir, const char *allowed_path, struct mmp_po
 	}
 	p->allow4_fd = bpf_map__fd(p->skel->maps.mmp_allow4);
 	p->allow6_fd = bpf_map__fd(p->skel->maps.mmp_allow6);
-	err = pin_map(p, p->skel->maps.mmp_allow4);
+	err = mmp_pin_map(p->pin_dir, p->skel->maps.mmp_allow4);
 	if (!err)
-		err = pin_map(p, p->skel->maps.mmp_allow6);
+		err = mmp_pin_map(p->pin_dir, p->skel->maps.mmp_allow6);
 	if (err)
 		goto fail;
 
@@ -230,15 +208,11 @@ bool mmp_policy_allowed(const struct mmp_policy *p, const struct sockaddr *sa)
 
 void mmp_policy_close(struct mmp_policy *p)
 {
-	char path[PATH_MAX];
-
 	if (!p)
 		return;
 	if (p->skel) {
-		pin_path(p, MMP_ALLOW4_MAP, path, sizeof(path));
-		unlink(path);
-		pin_path(p, MMP_ALLOW6_MAP, path, sizeof(path));
-		unlink(path);
+		mmp_unpin(p->pin_dir, MMP_ALLOW4_MAP);
+		mmp_unpin(p->pin_dir, MMP_ALLOW6_MAP);
 		policy_bpf__destroy(p->skel);
 	}
 	/* Only the instance holding the lock removes the directory. */

@@ -14,12 +14,15 @@
 #include "policy.h"
 #include "proxy_proto.h"
 #include "sockaddr.h"
+#include "sockmap.h"
 #include "splice.h"
 #include "worker.h"
 
 #define ACCEPT_BATCH 64
 #define EMFILE_BACKOFF_MS 100
 #define MAX_EVENTS 256
+/* How often connections waiting for the kernel to drain are re-checked. */
+#define POLL_MS 2
 
 /* epoll_data.ptr tags for the two non-connection fds. */
 static char listen_tag, stop_tag;
@@ -79,6 +82,52 @@ int mmp_worker_watch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t eve
 	return 0;
 }
 
+void mmp_worker_poll_add(struct mmp_worker *w, struct mmp_conn *c)
+{
+	if (c->polling)
+		return;
+	c->polling = true;
+	c->poll_prev = NULL;
+	c->poll_next = w->poll_head;
+	if (w->poll_head)
+		w->poll_head->poll_prev = c;
+	w->poll_head = c;
+}
+
+static void poll_remove(struct mmp_worker *w, struct mmp_conn *c)
+{
+	if (!c->polling)
+		return;
+	if (c->poll_prev)
+		c->poll_prev->poll_next = c->poll_next;
+	else
+		w->poll_head = c->poll_next;
+	if (c->poll_next)
+		c->poll_next->poll_prev = c->poll_prev;
+	c->polling = false;
+	c->poll_prev = c->poll_next = NULL;
+}
+
+/*
+ * Re-check every polled connection once; each re-adds itself if still
+ * waiting. A check only ever closes the connection it checks, so the
+ * detached rest of the list stays valid.
+ */
+static void run_polls(struct mmp_worker *w)
+{
+	struct mmp_conn *c = w->poll_head;
+
+	w->poll_head = NULL;
+	while (c) {
+		struct mmp_conn *next = c->poll_next;
+
+		c->polling = false;
+		c->poll_prev = c->poll_next = NULL;
+		mmp_sockmap_poll(w, c);
+		c = next;
+	}
+}
+
 static struct mmp_conn_list *list_of(struct mmp_worker *w, struct mmp_conn *c)
 {
 	switch (c->state) {
@@ -109,7 +158,10 @@ static void close_endpoint(struct mmp_endpoint *ep, bool reset)
 void mmp_conn_close(struct mmp_worker *w, struct mmp_conn *c, bool reset_client, bool reset_upstream)
 {
 	mmp_conn_list_remove(list_of(w, c), c);
-	if (c->state == CONN_SPLICING)
+	poll_remove(w, c);
+	if (c->state == CONN_SPLICING && c->engine == ENGINE_SOCKMAP)
+		mmp_sockmap_release(w, c);
+	else if (c->state == CONN_SPLICING)
 		mmp_splice_release(c);
 	close_endpoint(&c->client, reset_client);
 	close_endpoint(&c->upstream, reset_upstream);
@@ -144,7 +196,7 @@ fail:
 }
 
 int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
-		    const struct mmp_policy *policy, struct mmp_counters *counters)
+		    const struct mmp_policy *policy, struct mmp_sockmap *sockmap, struct mmp_counters *counters)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	int err;
@@ -153,6 +205,7 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
 	w->id = id;
 	w->cfg = cfg;
 	w->policy = policy;
+	w->sockmap = sockmap;
 	w->counters = counters;
 	w->epfd = w->listen_fd = w->stop_fd = -1;
 
@@ -238,6 +291,8 @@ static int next_timeout(struct mmp_worker *w, uint64_t now)
 		next = w->connect_wait.head->deadline_ms;
 	if (w->accept_resume_ms && w->accept_resume_ms < next)
 		next = w->accept_resume_ms;
+	if (w->poll_head && w->next_poll_ms < next)
+		next = w->next_poll_ms;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : (int)(next - now);
@@ -253,7 +308,10 @@ static void dispatch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t eve
 		mmp_handshake_event(w, c, ep, events);
 		break;
 	case CONN_SPLICING:
-		mmp_splice_event(w, c, ep, events);
+		if (c->engine == ENGINE_SOCKMAP)
+			mmp_sockmap_event(w, c, ep, events);
+		else
+			mmp_splice_event(w, c, ep, events);
 		break;
 	}
 }
@@ -286,6 +344,10 @@ static void *worker_main(void *arg)
 		expire(w, &w->connect_wait, now);
 		if (w->accept_resume_ms && w->accept_resume_ms <= now)
 			resume_accept(w);
+		if (w->poll_head && now >= w->next_poll_ms) {
+			w->next_poll_ms = now + POLL_MS;
+			run_polls(w);
+		}
 	}
 	return NULL;
 }

@@ -13,6 +13,7 @@
 #include "conn.h"
 
 struct mmp_policy;
+struct mmp_sockmap;
 
 struct mmp_counters {
 	atomic_ulong accepted;
@@ -23,6 +24,8 @@ struct mmp_counters {
 	atomic_ulong spliced; /* handed to the engine */
 	atomic_ulong resets_forwarded;
 	atomic_ulong active;
+	atomic_ulong sockmap_flows; /* handed to the sockmap engine */
+	atomic_ulong sockmap_fallbacks; /* sockmap refused the pair: spliced instead */
 };
 
 struct mmp_worker {
@@ -37,6 +40,9 @@ struct mmp_worker {
 	struct mmp_conn_list header_wait; /* CONN_HEADER, oldest first */
 	struct mmp_conn_list connect_wait; /* CONN_CONNECTING, oldest first */
 	struct mmp_conn_list active; /* CONN_SPLICING */
+	struct mmp_sockmap *sockmap; /* NULL: engine not loaded */
+	struct mmp_conn *poll_head; /* connections to re-check every POLL_MS */
+	uint64_t next_poll_ms;
 	uint64_t accept_resume_ms; /* non-zero: accepting paused (EMFILE) until then */
 	bool stopping;
 	struct mmp_counters *counters; /* shared by all workers */
@@ -44,7 +50,7 @@ struct mmp_worker {
 
 /* Create the listening socket. Returns 0 or a negative errno after logging. */
 int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
-		    const struct mmp_policy *policy, struct mmp_counters *counters);
+		    const struct mmp_policy *policy, struct mmp_sockmap *sockmap, struct mmp_counters *counters);
 int mmp_worker_start(struct mmp_worker *w);
 /* Ask the worker to stop, join it, and free everything it owns. */
 void mmp_worker_stop(struct mmp_worker *w);
@@ -53,6 +59,8 @@ uint64_t mmp_now_ms(void);
 
 /* Used by conn.c / splice.c: (re)register ep for events; 0 unregisters. */
 int mmp_worker_watch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t events);
+/* Re-check c on the next tick (a few ms); idempotent. */
+void mmp_worker_poll_add(struct mmp_worker *w, struct mmp_conn *c);
 /* Close both sockets (abort: reset the client with SO_LINGER 0) and free c. */
 void mmp_conn_close(struct mmp_worker *w, struct mmp_conn *c, bool reset_client, bool reset_upstream);
 

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sockmap engine's data plane: an sk_skb stream verdict on mmp_socks that
+ * redirects every skb of a proxied connection to its peer socket's egress.
+ *
+ * Per skb, in order:
+ *  1. Strip what is left of the PROXY header (userspace only peeked at it:
+ *     the kernel hands whole skbs to the verdict even when part was read).
+ *  2. Bound the bytes queued toward the peer (the redirect path has no
+ *     backpressure): above max_queued, return SK_PASS so the bytes land in
+ *     the source's own receive queue, which TCP accounts, closing the window.
+ *     Userspace forwards them and the redirect resumes once it has caught up,
+ *     which keeps the byte order.
+ *  3. Redirect to the peer: one lookup, own cookie -> peer in mmp_peers.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include "mmp_maps.h"
+
+#define SK_DROP 0
+#define SK_PASS 1
+
+/* Set by userspace between open and load (--max-queued). */
+const volatile __u64 max_queued = 4 << 20;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, 2 * MMP_SOCKMAP_MAX_FLOWS);
+	__type(key, __u64);
+	__type(value, __u64);
+} mmp_peers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, 2 * MMP_SOCKMAP_MAX_FLOWS);
+	__type(key, __u64);
+	__type(value, __u64);
+} mmp_socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MMP_SOCKMAP_MAX_FLOWS);
+	__type(key, __u64);
+	__type(value, struct mmp_flow);
+} mmp_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2 * MMP_SOCKMAP_MAX_FLOWS);
+	__type(key, __u64);
+	__type(value, struct mmp_sockdir);
+} mmp_sockdir SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MMP_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} mmp_counters SEC(".maps");
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&mmp_counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
+/*
+ * Bytes the peer socket has taken into its send queue since the hand-off:
+ * acked + still queued. Returns -1 when the peer is gone.
+ */
+static __always_inline __s64 peer_written(__u64 *cookie, struct mmp_flow_dir *d)
+{
+	struct bpf_sock *sk = bpf_map_lookup_elem(&mmp_peers, cookie);
+	struct tcp_sock *tp;
+	__s64 written = -1;
+
+	if (!sk)
+		return -1;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (tp)
+		written = (__s64)(tp->bytes_acked + (__u32)(tp->write_seq - tp->snd_una) - d->peer_base);
+	bpf_sk_release(sk);
+	return written;
+}
+
+SEC("sk_skb/stream_verdict")
+int mmp_verdict(struct __sk_buff *skb)
+{
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	struct mmp_sockdir *sd;
+	struct mmp_flow_dir *d;
+	struct mmp_flow *flow;
+	__u32 len = skb->len;
+	__s64 written;
+
+	sd = bpf_map_lookup_elem(&mmp_sockdir, &cookie);
+	if (!sd)
+		goto no_flow;
+	flow = bpf_map_lookup_elem(&mmp_flows, &sd->flow);
+	if (!flow)
+		goto no_flow;
+	d = sd->dir == MMP_DIR_UP ? &flow->up : &flow->down;
+	d->consumed += len;
+
+	if (d->skip) {
+		__u32 skip = d->skip;
+
+		if (len <= skip) {
+			/* All header: drop it; TCP still counts it as read. */
+			d->skip = skip - len;
+			count(MMP_CNT_HEADER_BYTES, len);
+			return SK_DROP;
+		}
+		if (bpf_skb_adjust_room(skb, -(__s32)skip, 0, 0)) {
+			count(MMP_CNT_REDIRECT_FAILED, 1);
+			return SK_DROP;
+		}
+		d->skip = 0;
+		count(MMP_CNT_HEADER_BYTES, skip);
+		len = skb->len;
+	}
+	d->bytes += len;
+
+	if (d->paused) {
+		/* Resume only when userspace forwarded everything held back. */
+		if (sd->forwarded != d->passed)
+			goto hold;
+		d->paused = 0;
+	}
+	written = peer_written(&cookie, d);
+	if (written >= 0 && d->redirected + sd->forwarded - written > max_queued) {
+		d->paused = 1;
+		count(MMP_CNT_PAUSES, 1);
+		goto hold;
+	}
+	d->redirected += len;
+	count(MMP_CNT_REDIRECTED_BYTES, len);
+	return bpf_sk_redirect_hash(skb, &mmp_peers, &cookie, 0);
+
+hold:
+	d->passed += len;
+	count(MMP_CNT_PASSED_BYTES, len);
+	return SK_PASS;
+no_flow:
+	/* Not ours (or being torn down): leave it to the socket's reader. */
+	count(MMP_CNT_NO_FLOW, 1);
+	return SK_PASS;
+}
+
+char LICENSE[] SEC("license") = "GPL";

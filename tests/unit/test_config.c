@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+/* cmocka tests for the command line (user/config.c): go-mmproxy compatibility. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include "config.h"
+#include "log.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof(a[0])) - 1)
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+static void test_defaults(void **state)
+{
+	char *argv[] = { "mmproxy-bpf", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(argv), argv, &cfg), 0);
+	assert_int_equal(cfg.command, MMP_CMD_RUN);
+	assert_int_equal(cfg.listen.ss_family, AF_INET);
+	assert_int_equal(port_of(&cfg.listen), 8443);
+	assert_int_equal(port_of(&cfg.target4), 443);
+	assert_int_equal(cfg.target6.ss_family, AF_INET6);
+	assert_int_equal(cfg.protocol, IPPROTO_TCP);
+	assert_int_equal(cfg.header_timeout_ms, 5000);
+	assert_int_equal(cfg.close_after_s, 60);
+	assert_null(cfg.allowed_path);
+}
+
+/* A go-mmproxy unit file's ExecStart line must parse unchanged. */
+static void test_go_mmproxy_flags(void **state)
+{
+	char *argv[] = { "mmproxy-bpf", "-l", "0.0.0.0:25577", "-4", "127.0.0.1:25578", "-6", "[::1]:25578",
+			 "-a", "/etc/allowed.txt", "-p", "tcp", "-m", "123", "-listeners", "4", "-v", "2", "-c", "30", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(argv), argv, &cfg), 0);
+	assert_int_equal(port_of(&cfg.listen), 25577);
+	assert_int_equal(port_of(&cfg.target4), 25578);
+	assert_int_equal(port_of(&cfg.target6), 25578);
+	assert_string_equal(cfg.allowed_path, "/etc/allowed.txt");
+	assert_int_equal(cfg.mark, 123);
+	assert_int_equal(cfg.listeners, 4);
+	assert_int_equal(mmp_verbosity, 2);
+	assert_int_equal(cfg.close_after_s, 30);
+	mmp_verbosity = 0;
+}
+
+static void test_long_options_and_subcommand(void **state)
+{
+	char *argv[] = { "mmproxy-bpf", "run", "--listen-addr", "[::]:8443", "--ipv4", "127.0.0.1:80", "--ipv6",
+			 "[::1]:80", "--allowed-subnets", "a.txt", "--protocol", "tcp", "--mark", "7", "--listeners",
+			 "2", "--header-timeout", "3", "--engine", "splice", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(argv), argv, &cfg), 0);
+	assert_int_equal(cfg.listen.ss_family, AF_INET6);
+	assert_int_equal(cfg.header_timeout_ms, 3000);
+	assert_int_equal(cfg.engine, MMP_ENGINE_SPLICE);
+	assert_int_equal(cfg.mark, 7);
+}
+
+static void test_subcommands(void **state)
+{
+	char *check[] = { "mmproxy-bpf", "check", NULL };
+	char *setup[] = { "mmproxy-bpf", "setup-routing", "--table", "100", NULL };
+	char *help[] = { "mmproxy-bpf", "--help", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(check), check, &cfg), 0);
+	assert_int_equal(cfg.command, MMP_CMD_CHECK);
+	assert_int_equal(mmp_config_parse(ARGC(setup), setup, &cfg), 0);
+	assert_int_equal(cfg.command, MMP_CMD_SETUP_ROUTING);
+	assert_int_equal(cfg.route_table, 100);
+	assert_int_equal(mmp_config_parse(ARGC(help), help, &cfg), 0);
+	assert_int_equal(cfg.command, MMP_CMD_HELP);
+}
+
+static void test_bad_values(void **state)
+{
+	char *cases[][4] = {
+		{ "mmproxy-bpf", "-l", "1.2.3.4", NULL }, /* no port */
+		{ "mmproxy-bpf", "-l", "1.2.3.4:70000", NULL },
+		{ "mmproxy-bpf", "-4", "[::1]:443", NULL }, /* IPv6 given to -4 */
+		{ "mmproxy-bpf", "-6", "127.0.0.1:443", NULL },
+		{ "mmproxy-bpf", "-p", "sctp", NULL },
+		{ "mmproxy-bpf", "-v", "3", NULL },
+		{ "mmproxy-bpf", "-m", "-1", NULL },
+		{ "mmproxy-bpf", "--listeners", "0", NULL },
+		{ "mmproxy-bpf", "--engine", "warp", NULL },
+		{ "mmproxy-bpf", "frobnicate", NULL },
+		{ "mmproxy-bpf", "--bogus", NULL },
+		{ "mmproxy-bpf", "-l", NULL }, /* missing value */
+	};
+	struct mmp_config cfg;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int argc = 0;
+
+		while (cases[i][argc])
+			argc++;
+		if (mmp_config_parse(argc, cases[i], &cfg) == 0)
+			fail_msg("case %zu (%s %s) was accepted", i, cases[i][1], cases[i][2] ? cases[i][2] : "");
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_go_mmproxy_flags),
+		cmocka_unit_test(test_long_options_and_subcommand),
+		cmocka_unit_test(test_subcommands),
+		cmocka_unit_test(test_bad_values),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}

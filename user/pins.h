@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Pinning maps under the instance's bpffs directory (--pin-dir). */
+#ifndef MMP_PINS_H
+#define MMP_PINS_H
+
+struct bpf_map;
+
+/*
+ * Pin map at DIR/<map name>, replacing a stale pin first: pins left by a
+ * crashed instance may have an old layout. Returns 0 or a negative errno
+ * after logging.
+ */
+int mmp_pin_map(const char *dir, struct bpf_map *map);
+/* Remove DIR/<name>; absent is fine. */
+void mmp_unpin(const char *dir, const char *name);
+
+#endif
