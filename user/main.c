@@ -17,6 +17,7 @@
 #include "policy.h"
 #include "routing.h"
 #include "sockmap.h"
+#include "stats.h"
 #include "sockaddr.h"
 #include "worker.h"
 
@@ -144,6 +145,8 @@ int main(int argc, char **argv)
 		return 0;
 	case MMP_CMD_CHECK:
 		return mmp_check_command(&cfg);
+	case MMP_CMD_STATS:
+		return mmp_stats_command(cfg.pin_dir);
 	case MMP_CMD_SETUP_ROUTING:
 		return mmp_routing_setup(cfg.route_table) ? 1 : 0;
 	case MMP_CMD_CLEANUP_ROUTING:
