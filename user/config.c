@@ -20,6 +20,7 @@ enum long_only_opts {
 	OPT_PIN_DIR,
 	OPT_TABLE,
 	OPT_MAX_QUEUED,
+	OPT_UDP_HEADER,
 	OPT_HELP,
 };
 
@@ -39,6 +40,7 @@ static const struct option long_opts[] = {
 	{ "pin-dir", required_argument, NULL, OPT_PIN_DIR },
 	{ "table", required_argument, NULL, OPT_TABLE },
 	{ "max-queued", required_argument, NULL, OPT_MAX_QUEUED },
+	{ "udp-header", required_argument, NULL, OPT_UDP_HEADER },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ 0 },
 };
@@ -252,6 +254,18 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 						  "the tc engine is not built yet (use auto, splice or sockmap)");
 			else
 				return bad_option("--engine", optarg, "expected auto, splice or sockmap");
+			break;
+		case OPT_UDP_HEADER:
+			if (!strcmp(optarg, "auto"))
+				cfg->udp_header = MMP_UDP_HDR_AUTO;
+			else if (!strcmp(optarg, "every"))
+				cfg->udp_header = MMP_UDP_HDR_EVERY;
+			else if (!strcmp(optarg, "first"))
+				cfg->udp_header = MMP_UDP_HDR_FIRST;
+			else if (!strcmp(optarg, "spp"))
+				cfg->udp_header = MMP_UDP_HDR_SPP;
+			else
+				return bad_option("--udp-header", optarg, "expected auto, every, first or spp");
 			break;
 		case OPT_MAX_QUEUED:
 			if (parse_long(optarg, 65536, 1L << 40, &v))

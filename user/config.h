@@ -25,6 +25,13 @@ enum mmp_engine {
 	MMP_ENGINE_TC,
 };
 
+enum mmp_udp_header {
+	MMP_UDP_HDR_AUTO, /* v2 signature or SPP magic starts a flow; other datagrams join their LB ip:port's flow */
+	MMP_UDP_HDR_EVERY, /* udppp: a PROXY v2 header on every datagram */
+	MMP_UDP_HDR_FIRST, /* Cloudflare Spectrum: the header on the first datagram of a flow only */
+	MMP_UDP_HDR_SPP, /* Cloudflare Simple Proxy Protocol: 38 bytes on every datagram, and on replies */
+};
+
 struct mmp_config {
 	enum mmp_command command;
 	struct sockaddr_storage listen; /* -l */
@@ -40,6 +47,7 @@ struct mmp_config {
 	enum mmp_engine engine;
 	const char *pin_dir;
 	int route_table; /* setup-routing / cleanup-routing / check */
+	enum mmp_udp_header udp_header; /* -p udp: --udp-header */
 	uint64_t max_queued; /* sockmap: bytes queued per flow and direction before backpressure */
 };
 

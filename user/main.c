@@ -18,6 +18,7 @@
 #include "routing.h"
 #include "sockmap.h"
 #include "stats.h"
+#include "udp.h"
 #include "sockaddr.h"
 #include "worker.h"
 
@@ -60,10 +61,6 @@ static int run(const struct mmp_config *cfg)
 	sigset_t sigs;
 	int err, sig, started = 0;
 
-	if (cfg->protocol == IPPROTO_UDP) {
-		pr_err("UDP mode (-p udp) is not implemented in this version yet (use -p tcp)");
-		return -ENOTSUP;
-	}
 	raise_nofile();
 	err = mmp_check_startup(cfg);
 	if (err)
@@ -79,6 +76,11 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
 		return err;
+
+	if (cfg->protocol == IPPROTO_UDP) {
+		err = mmp_udp_run(cfg, policy, &sigs);
+		goto out_policy;
+	}
 
 	/*
 	 * auto = splice: on this kernel the sockmap redirect path is slower than
