@@ -71,10 +71,16 @@ deps:
 test:
 	@scripts/as-root.sh $(MAKE) --no-print-directory test-root
 
+# The integration suite runs once per engine: the same tests, parametrised.
+TEST_ENGINES ?= splice sockmap
+
 test-root: deps all
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory fuzz-tests
-	@$(MAKE) --no-print-directory integration-tests
+	@for engine in $(TEST_ENGINES); do \
+		echo "== integration suite, engine $$engine"; \
+		MMP_ENGINE=$$engine $(MAKE) --no-print-directory integration-tests || exit 1; \
+	done
 
 demo:
 	@scripts/as-root.sh $(MAKE) --no-print-directory demo-root

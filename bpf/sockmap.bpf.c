@@ -103,6 +103,13 @@ int mmp_verdict(struct __sk_buff *skb)
 	if (!flow)
 		goto no_flow;
 	d = sd->dir == MMP_DIR_UP ? &flow->up : &flow->down;
+	/*
+	 * A pure FIN arrives as an empty skb. Redirected, the peer's backlog
+	 * fails to send 0 bytes and reports EPIPE on the peer, which also stops
+	 * its transmit. Userspace forwards the FIN itself, after the bytes.
+	 */
+	if (!len)
+		return SK_DROP;
 	d->consumed += len;
 
 	if (d->skip) {

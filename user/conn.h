@@ -18,6 +18,7 @@ enum mmp_conn_state {
 	CONN_HEADER, /* waiting for a complete PROXY header */
 	CONN_CONNECTING, /* upstream connect in progress */
 	CONN_SPLICING, /* handed to the data-path engine */
+	CONN_DEAD, /* closed; freed after the current epoll batch */
 };
 
 /* What an epoll event points at: one socket of one connection. */

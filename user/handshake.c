@@ -123,7 +123,7 @@ static int consume_header(struct mmp_worker *w, struct mmp_conn *c)
 	return 0;
 }
 
-static void read_header(struct mmp_worker *w, struct mmp_conn *c)
+static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t events)
 {
 	char lb[MMP_ADDRSTRLEN], src[MMP_ADDRSTRLEN];
 	struct pp_header hdr;
@@ -145,8 +145,13 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c)
 		goto fail;
 	}
 	st = pp_parse(w->peek_buf, n, &hdr, &reason);
-	if (st == PP_NEED_MORE)
+	if (st == PP_NEED_MORE && !(events & EPOLLRDHUP))
 		return; /* the next edge brings more bytes */
+	if (st == PP_NEED_MORE) {
+		/* The load balancer closed its side: the header can never complete. */
+		st = PP_INVALID;
+		reason = "truncated: the connection was closed in the middle of the header";
+	}
 	if (st == PP_INVALID) {
 		atomic_fetch_add(&w->counters->bad_header, 1);
 		pr_conn("invalid PROXY header from %s: %s (is the load balancer sending PROXY protocol v1/v2?)",
@@ -217,7 +222,7 @@ void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_en
 	char lb[MMP_ADDRSTRLEN];
 
 	if (c->state == CONN_HEADER) {
-		read_header(w, c);
+		read_header(w, c, events);
 		return;
 	}
 	if (ep == &c->upstream) {

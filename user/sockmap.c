@@ -367,10 +367,11 @@ static bool direction_complete(struct mmp_worker *w, struct mmp_conn *c, int i)
 	return redirects_drained(c, i, &d);
 }
 
-static void reset_pair(struct mmp_worker *w, struct mmp_conn *c, bool reset_client)
+static void reset_pair(struct mmp_worker *w, struct mmp_conn *c, bool reset_client, const char *why)
 {
 	atomic_fetch_add(&w->counters->resets_forwarded, 1);
-	pr_debug("sockmap: %s failed, forwarding a reset", reset_client ? "upstream" : "client");
+	pr_debug("sockmap: %s failed (%s: %s), forwarding a reset", reset_client ? "upstream" : "client", why,
+		 strerror(errno));
 	mmp_conn_close(w, c, reset_client, !reset_client);
 }
 
@@ -385,7 +386,7 @@ static void progress(struct mmp_worker *w, struct mmp_conn *c)
 
 		if (r == STEP_RESET_SRC || r == STEP_RESET_DST) {
 			/* i = 0: src is the client; reset the side that did not fail. */
-			reset_pair(w, c, (i == 0) == (r == STEP_RESET_SRC));
+			reset_pair(w, c, (i == 0) == (r == STEP_RESET_SRC), "forwarding held-back bytes");
 			return;
 		}
 		wait |= r == STEP_WAIT;
@@ -397,7 +398,7 @@ static void progress(struct mmp_worker *w, struct mmp_conn *c)
 		}
 		/* Every byte is in the peer's send queue: the FIN follows them. */
 		if (shutdown(fd_of(c, 1 - i), SHUT_WR) && errno != ENOTCONN) {
-			reset_pair(w, c, i == 0);
+			reset_pair(w, c, i == 0, "shutdown");
 			return;
 		}
 		s->shut[i] = true;
@@ -422,7 +423,8 @@ void mmp_sockmap_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endp
 		if (err) {
 			/* After our own shutdown an EPIPE is not a reset: ignore it. */
 			if (!(err == EPIPE && c->sm.shut[1 - i])) {
-				reset_pair(w, c, i == 1);
+				errno = err;
+				reset_pair(w, c, i == 1, "socket error");
 				return;
 			}
 		}

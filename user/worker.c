@@ -137,6 +137,8 @@ static struct mmp_conn_list *list_of(struct mmp_worker *w, struct mmp_conn *c)
 		return &w->connect_wait;
 	case CONN_SPLICING:
 		return &w->active;
+	case CONN_DEAD:
+		break;
 	}
 	return NULL;
 }
@@ -166,7 +168,19 @@ void mmp_conn_close(struct mmp_worker *w, struct mmp_conn *c, bool reset_client,
 	close_endpoint(&c->client, reset_client);
 	close_endpoint(&c->upstream, reset_upstream);
 	atomic_fetch_sub(&w->counters->active, 1);
-	free(c);
+	c->state = CONN_DEAD;
+	c->next = w->graveyard;
+	w->graveyard = c;
+}
+
+static void bury_dead(struct mmp_worker *w)
+{
+	while (w->graveyard) {
+		struct mmp_conn *c = w->graveyard;
+
+		w->graveyard = c->next;
+		free(c);
+	}
 }
 
 static int make_listener(const struct mmp_config *cfg)
@@ -313,6 +327,8 @@ static void dispatch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t eve
 		else
 			mmp_splice_event(w, c, ep, events);
 		break;
+	case CONN_DEAD:
+		break; /* closed by an earlier event of this batch */
 	}
 }
 
@@ -348,6 +364,7 @@ static void *worker_main(void *arg)
 			w->next_poll_ms = now + POLL_MS;
 			run_polls(w);
 		}
+		bury_dead(w);
 	}
 	return NULL;
 }
@@ -380,6 +397,7 @@ void mmp_worker_stop(struct mmp_worker *w)
 	close_all(w, &w->header_wait);
 	close_all(w, &w->connect_wait);
 	close_all(w, &w->active);
+	bury_dead(w);
 	if (w->listen_fd >= 0)
 		close(w->listen_fd);
 	if (w->stop_fd >= 0)

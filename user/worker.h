@@ -40,6 +40,11 @@ struct mmp_worker {
 	struct mmp_conn_list header_wait; /* CONN_HEADER, oldest first */
 	struct mmp_conn_list connect_wait; /* CONN_CONNECTING, oldest first */
 	struct mmp_conn_list active; /* CONN_SPLICING */
+	/*
+	 * Closed connections, freed once the current epoll batch is done: a later
+	 * event of the same batch may still point at them.
+	 */
+	struct mmp_conn *graveyard;
 	struct mmp_sockmap *sockmap; /* NULL: engine not loaded */
 	struct mmp_conn *poll_head; /* connections to re-check every POLL_MS */
 	uint64_t next_poll_ms;

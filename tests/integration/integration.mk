@@ -1,0 +1,25 @@
+# Integration tests: real sockets in network namespaces, HAProxy/nginx as the
+# load balancer, mmproxy in between, tests/tools/ as client and upstream.
+# Included from tests/tests.mk (the top-level Makefile defines BUILD and BIN).
+#
+#   make integration-tests                 build everything, run the suite (root)
+#   make integration-tools                 only the test tools
+#   MMP_BIN=/usr/bin/go-mmproxy bash tests/integration/run-all.sh
+#   MMP_ENGINE=sockmap make integration-tests
+
+TEST_TOOLS_DIR    := $(BUILD)/tests/tools
+TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE
+# mmpt_common.c is #included by each tool, not built on its own.
+TEST_TOOLS_SRCS   := $(filter-out tests/tools/mmpt_common.c,$(wildcard tests/tools/*.c))
+TEST_TOOLS        := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%,$(TEST_TOOLS_SRCS))
+
+.PHONY: integration-tests integration-tools
+
+integration-tools: $(TEST_TOOLS)
+
+$(TEST_TOOLS_DIR)/%: tests/tools/%.c tests/tools/mmpt_common.c
+	@mkdir -p $(TEST_TOOLS_DIR)
+	$(CC) $(TEST_TOOLS_CFLAGS) -o $@ $<
+
+integration-tests: $(BIN) $(TEST_TOOLS)
+	MMP_BIN=$${MMP_BIN:-$(BIN)} MMP_TOOLS=$(TEST_TOOLS_DIR) bash tests/integration/run-all.sh

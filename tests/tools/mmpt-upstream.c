@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mmpt-upstream: the upstream server of the integration tests.
+ *
+ *   mmpt-upstream -l ADDR:PORT [-l ADDR:PORT ...] [-m echo|xfer]
+ *                 [--send SIZE] [--after-eof] [--seed N]
+ *
+ * For every accepted connection it prints "peer ADDR PORT", the result of
+ * getpeername(): that is what the tests check, since mmproxy must connect
+ * FROM the client's original address.
+ *
+ *   echo  (default) echoes everything; on the peer's EOF, flushes and closes.
+ *         Never drops data when a write would block: reading pauses instead.
+ *   xfer  sends SIZE bytes of the deterministic stream (seed 2 by default),
+ *         at once or, with --after-eof, only after the peer's EOF; then
+ *         shutdown(SHUT_WR); reads and hashes everything until EOF; prints
+ *         "done ADDR PORT sent N SHA recv N SHA" and closes.
+ *
+ * Prints "listening ADDR PORT" per socket once it listens. Output is line
+ * buffered. Single-threaded epoll, so thousands of connections are fine.
+ * Runs until killed.
+ */
+#include "mmpt_common.c"
+
+#include <signal.h>
+#include <sys/epoll.h>
+
+#define MAX_LISTEN 8
+#define ECHO_BUF (16 * 1024)
+
+enum mode { MODE_ECHO, MODE_XFER };
+
+struct conn {
+	int fd;
+	bool listener;
+	struct sockaddr_storage peer;
+	/* echo */
+	uint8_t *buf;
+	size_t off, len;
+	bool eof;
+	/* xfer */
+	struct xfer *x;
+};
+
+static enum mode g_mode = MODE_ECHO;
+static uint64_t g_send;
+static bool g_after_eof;
+static uint64_t g_seed = 2;
+static int g_ep;
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mmpt-upstream -l ADDR:PORT [-l ...] [-m echo|xfer] [--send SIZE] "
+			"[--after-eof] [--seed N]\n");
+	exit(2);
+}
+
+static void conn_close(struct conn *c)
+{
+	epoll_ctl(g_ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	free(c->buf);
+	free(c->x);
+	free(c);
+}
+
+static void conn_rearm(struct conn *c, uint32_t ev)
+{
+	struct epoll_event e = { .events = ev, .data.ptr = c };
+	if (epoll_ctl(g_ep, EPOLL_CTL_MOD, c->fd, &e) < 0)
+		die("epoll_ctl: %s", strerror(errno));
+}
+
+/* Echo: read only when the buffer is empty, so a slow reader throttles us. */
+static void echo_event(struct conn *c, uint32_t ev)
+{
+	for (;;) {
+		if (c->off < c->len) {
+			ssize_t w = send(c->fd, c->buf + c->off, c->len - c->off, MSG_NOSIGNAL);
+			if (w < 0 && errno == EAGAIN) {
+				conn_rearm(c, EPOLLOUT);
+				return;
+			}
+			if (w < 0) {
+				conn_close(c);
+				return;
+			}
+			c->off += (size_t)w;
+			continue;
+		}
+		if (c->eof) {
+			conn_close(c);
+			return;
+		}
+		ssize_t r = recv(c->fd, c->buf, ECHO_BUF, 0);
+		if (r < 0 && errno == EAGAIN) {
+			conn_rearm(c, EPOLLIN | EPOLLRDHUP);
+			return;
+		}
+		if (r < 0) { /* reset: nothing left to do */
+			conn_close(c);
+			return;
+		}
+		if (r == 0)
+			c->eof = true;
+		c->off = 0;
+		c->len = (size_t)r;
+	}
+	(void)ev;
+}
+
+static void xfer_event(struct conn *c, uint32_t ev)
+{
+	struct xfer *x = c->x;
+	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		xfer_readable(x);
+	xfer_writable(x);
+	if (ev & EPOLLERR && !x->failed) {
+		int err = 0;
+		socklen_t l = sizeof(err);
+		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l);
+		if (err) {
+			x->failed = true;
+			x->err = err;
+		}
+	}
+	if (xfer_done(x)) {
+		char a[128], rep[300];
+		xfer_report(x, rep, sizeof(rep));
+		printf("done %s %s\n", fmt_addr(&c->peer, a, sizeof(a)), rep);
+		conn_close(c);
+		return;
+	}
+	conn_rearm(c, (x->peer_eof ? 0 : EPOLLIN) | (xfer_wants_write(x) ? EPOLLOUT : 0));
+}
+
+static void accept_all(struct conn *l)
+{
+	for (;;) {
+		struct sockaddr_storage peer;
+		socklen_t pl = sizeof(peer);
+		int fd = accept4(l->fd, (struct sockaddr *)&peer, &pl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				fprintf(stderr, "mmpt-upstream: accept: %s\n", strerror(errno));
+			return;
+		}
+		struct conn *c = calloc(1, sizeof(*c));
+		if (!c)
+			die("out of memory");
+		c->fd = fd;
+		/* getpeername() explicitly: it is the value under test. */
+		pl = sizeof(c->peer);
+		getpeername(fd, (struct sockaddr *)&c->peer, &pl);
+		char a[128];
+		printf("peer %s\n", fmt_addr(&c->peer, a, sizeof(a)));
+		struct epoll_event e = { .data.ptr = c };
+		if (g_mode == MODE_ECHO) {
+			c->buf = malloc(ECHO_BUF);
+			if (!c->buf)
+				die("out of memory");
+			e.events = EPOLLIN | EPOLLRDHUP;
+		} else {
+			c->x = malloc(sizeof(*c->x));
+			if (!c->x)
+				die("out of memory");
+			xfer_init(c->x, fd, g_send, g_after_eof, g_seed);
+			e.events = EPOLLIN | (xfer_wants_write(c->x) ? EPOLLOUT : 0);
+		}
+		if (epoll_ctl(g_ep, EPOLL_CTL_ADD, fd, &e) < 0)
+			die("epoll_ctl: %s", strerror(errno));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *laddrs[MAX_LISTEN];
+	int nl = 0;
+
+	g_prog = "mmpt-upstream";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-l") && v && nl < MAX_LISTEN) {
+			laddrs[nl++] = v;
+			i++;
+		} else if (!strcmp(a, "-m") && v) {
+			if (!strcmp(v, "echo"))
+				g_mode = MODE_ECHO;
+			else if (!strcmp(v, "xfer"))
+				g_mode = MODE_XFER;
+			else
+				usage();
+			i++;
+		} else if (!strcmp(a, "--send") && v) {
+			g_send = parse_size(v);
+			i++;
+		} else if (!strcmp(a, "--seed") && v) {
+			g_seed = strtoull(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--after-eof")) {
+			g_after_eof = true;
+		} else {
+			usage();
+		}
+	}
+	if (!nl)
+		usage();
+
+	g_ep = epoll_create1(EPOLL_CLOEXEC);
+	if (g_ep < 0)
+		die("epoll_create1: %s", strerror(errno));
+	for (int i = 0; i < nl; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = parse_addr(laddrs[i], &ss, true);
+		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		int one = 1;
+		if (fd < 0)
+			die("socket: %s", strerror(errno));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
+			die("bind %s: %s", laddrs[i], strerror(errno));
+		if (listen(fd, 4096) < 0)
+			die("listen: %s", strerror(errno));
+		struct conn *l = calloc(1, sizeof(*l));
+		l->fd = fd;
+		l->listener = true;
+		struct epoll_event e = { .events = EPOLLIN, .data.ptr = l };
+		if (epoll_ctl(g_ep, EPOLL_CTL_ADD, fd, &e) < 0)
+			die("epoll_ctl: %s", strerror(errno));
+		char a[128];
+		printf("listening %s\n", fmt_addr(&ss, a, sizeof(a)));
+	}
+
+	struct epoll_event evs[256];
+	for (;;) {
+		int n = epoll_wait(g_ep, evs, 256, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("epoll_wait: %s", strerror(errno));
+		}
+		for (int i = 0; i < n; i++) {
+			struct conn *c = evs[i].data.ptr;
+			if (c->listener)
+				accept_all(c);
+			else if (g_mode == MODE_ECHO)
+				echo_event(c, evs[i].events);
+			else
+				xfer_event(c, evs[i].events);
+		}
+	}
+}

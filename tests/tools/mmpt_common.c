@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Code shared by the integration-test tools (tests/tools/mmpt-*.c).
+ *
+ * Each tool does `#include "mmpt_common.c"`: everything here is static, so the
+ * tools stay single translation units with no header and no extra library
+ * (sha256 is implemented here instead of pulling in libssl).
+ *
+ * Contents: SHA-256, the deterministic byte stream, ip:port parsing and
+ * printing, PROXY v1/v2 header builders, C-escape decoding, small utilities.
+ */
+/* Not every tool uses every helper. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- utils -- */
+
+static const char *g_prog = "mmpt";
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", g_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 0);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end)
+		die("bad size '%s'", s);
+	return v;
+}
+
+/* -------------------------------------------------------------- sha256 -- */
+
+struct sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	uint8_t buf[64];
+	size_t n;
+};
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_init(struct sha256 *c)
+{
+	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	memcpy(c->h, iv, sizeof(iv));
+	c->len = 0;
+	c->n = 0;
+}
+
+static void sha256_block(struct sha256 *c, const uint8_t *p)
+{
+	uint32_t w[64], a, b, cc, d, e, f, g, h;
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 64; i++) {
+		uint32_t s0 = ROR32(w[i - 15], 7) ^ ROR32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+		uint32_t s1 = ROR32(w[i - 2], 17) ^ ROR32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	a = c->h[0]; b = c->h[1]; cc = c->h[2]; d = c->h[3];
+	e = c->h[4]; f = c->h[5]; g = c->h[6]; h = c->h[7];
+	for (int i = 0; i < 64; i++) {
+		uint32_t t1 = h + (ROR32(e, 6) ^ ROR32(e, 11) ^ ROR32(e, 25)) + ((e & f) ^ (~e & g)) +
+			      sha256_k[i] + w[i];
+		uint32_t t2 = (ROR32(a, 2) ^ ROR32(a, 13) ^ ROR32(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
+		h = g; g = f; f = e; e = d + t1;
+		d = cc; cc = b; b = a; a = t1 + t2;
+	}
+	c->h[0] += a; c->h[1] += b; c->h[2] += cc; c->h[3] += d;
+	c->h[4] += e; c->h[5] += f; c->h[6] += g; c->h[7] += h;
+}
+
+static void sha256_update(struct sha256 *c, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	c->len += len;
+	if (c->n) {
+		size_t take = 64 - c->n < len ? 64 - c->n : len;
+		memcpy(c->buf + c->n, p, take);
+		c->n += take; p += take; len -= take;
+		if (c->n < 64)
+			return;
+		sha256_block(c, c->buf);
+		c->n = 0;
+	}
+	for (; len >= 64; p += 64, len -= 64)
+		sha256_block(c, p);
+	memcpy(c->buf, p, len);
+	c->n = len;
+}
+
+/* Finish and write the digest as 64 lowercase hex characters + NUL. */
+static void sha256_hex(struct sha256 *c, char out[65])
+{
+	uint64_t bits = c->len * 8;
+	uint8_t pad = 0x80, zero = 0, lenb[8];
+	sha256_update(c, &pad, 1);
+	while (c->n != 56)
+		sha256_update(c, &zero, 1);
+	for (int i = 0; i < 8; i++)
+		lenb[i] = (uint8_t)(bits >> (56 - 8 * i));
+	sha256_update(c, lenb, 8);
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 8 * i, 9, "%08x", c->h[i]);
+}
+
+/* ------------------------------------------------- deterministic stream -- */
+
+/*
+ * A byte stream that depends only on the seed and the offset, whatever the
+ * write sizes are: a sha256 of what a peer received can then be compared with
+ * the sender's. xorshift64*: cheap enough for 64 MiB, and without a short
+ * period that could hide a duplicated or dropped block.
+ */
+struct stream {
+	uint64_t s;
+	uint8_t carry[8];
+	unsigned ncarry;
+};
+
+static void stream_init(struct stream *st, uint64_t seed)
+{
+	st->s = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+	if (!st->s)
+		st->s = 1;
+	st->ncarry = 0;
+}
+
+static uint64_t stream_next64(struct stream *st)
+{
+	st->s ^= st->s >> 12;
+	st->s ^= st->s << 25;
+	st->s ^= st->s >> 27;
+	return st->s * 0x2545F4914F6CDD1DULL;
+}
+
+static void stream_fill(struct stream *st, uint8_t *out, size_t n)
+{
+	while (n && st->ncarry) {
+		*out++ = st->carry[8 - st->ncarry--];
+		n--;
+	}
+	while (n >= 8) {
+		uint64_t v = stream_next64(st);
+		memcpy(out, &v, 8);
+		out += 8;
+		n -= 8;
+	}
+	if (n) {
+		uint64_t v = stream_next64(st);
+		memcpy(st->carry, &v, 8);
+		st->ncarry = 8;
+		while (n--)
+			*out++ = st->carry[8 - st->ncarry--];
+	}
+}
+
+/* ------------------------------------------------------------ addresses -- */
+
+/*
+ * Parse "1.2.3.4:80", "[::1]:80", "1.2.3.4" or "::1" (port 0 when absent and
+ * allowed). Returns the sockaddr length.
+ */
+static socklen_t parse_addr(const char *s, struct sockaddr_storage *ss, bool need_port)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *port = NULL;
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb || (size_t)(rb - s - 1) >= sizeof(host))
+			die("bad address '%s'", s);
+		memcpy(host, s + 1, rb - s - 1);
+		host[rb - s - 1] = 0;
+		if (rb[1] == ':')
+			port = rb + 2;
+		else if (rb[1])
+			die("bad address '%s'", s);
+	} else {
+		const char *colon = strrchr(s, ':');
+		if (colon && strchr(s, ':') == colon) { /* exactly one colon: v4:port */
+			if ((size_t)(colon - s) >= sizeof(host))
+				die("bad address '%s'", s);
+			memcpy(host, s, colon - s);
+			host[colon - s] = 0;
+			port = colon + 1;
+		} else {
+			if (strlen(s) >= sizeof(host))
+				die("bad address '%s'", s);
+			strcpy(host, s);
+		}
+	}
+	if (need_port && !port)
+		die("address '%s' needs a port", s);
+	unsigned p = port ? (unsigned)atoi(port) : 0;
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons(p);
+		return sizeof(*in);
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(p);
+		return sizeof(*in6);
+	}
+	die("bad address '%s'", s);
+	return 0;
+}
+
+/* "ADDR PORT", the format every tool prints (easy to split in shell). */
+static const char *fmt_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+	} else {
+		snprintf(buf, len, "unknown 0");
+		return buf;
+	}
+	snprintf(buf, len, "%s %u", host, port);
+	return buf;
+}
+
+/* --------------------------------------------------------- PROXY headers -- */
+
+/* v1: "PROXY TCP4 src dst sport dport\r\n" (TCP6 for IPv6). Returns length. */
+static size_t pp_build_v1(uint8_t *out, size_t cap, const struct sockaddr_storage *src,
+			  const struct sockaddr_storage *dst)
+{
+	char sa[INET6_ADDRSTRLEN], da[INET6_ADDRSTRLEN];
+	unsigned sp, dp;
+	const char *fam;
+	if (src->ss_family != dst->ss_family)
+		die("v1 header: source and destination families differ");
+	if (src->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)src, *d4 = (const void *)dst;
+		inet_ntop(AF_INET, &s4->sin_addr, sa, sizeof(sa));
+		inet_ntop(AF_INET, &d4->sin_addr, da, sizeof(da));
+		sp = ntohs(s4->sin_port);
+		dp = ntohs(d4->sin_port);
+		fam = "TCP4";
+	} else {
+		const struct sockaddr_in6 *s6 = (const void *)src, *d6 = (const void *)dst;
+		inet_ntop(AF_INET6, &s6->sin6_addr, sa, sizeof(sa));
+		inet_ntop(AF_INET6, &d6->sin6_addr, da, sizeof(da));
+		sp = ntohs(s6->sin6_port);
+		dp = ntohs(d6->sin6_port);
+		fam = "TCP6";
+	}
+	int n = snprintf((char *)out, cap, "PROXY %s %s %s %u %u\r\n", fam, sa, da, sp, dp);
+	if (n < 0 || (size_t)n >= cap)
+		die("v1 header too long");
+	return (size_t)n;
+}
+
+static const uint8_t pp2_sig[12] = { 0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,
+				     0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A };
+
+/* v2 PROXY (src/dst given) or LOCAL (src == NULL). Returns length. */
+static size_t pp_build_v2(uint8_t *out, size_t cap, const struct sockaddr_storage *src,
+			  const struct sockaddr_storage *dst)
+{
+	size_t n = 16;
+	if (cap < 16 + 36)
+		die("v2 header buffer too small");
+	memcpy(out, pp2_sig, 12);
+	if (!src) {
+		out[12] = 0x20; /* version 2, LOCAL */
+		out[13] = 0x00; /* UNSPEC */
+	} else if (src->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)src, *d4 = (const void *)dst;
+		out[12] = 0x21; /* version 2, PROXY */
+		out[13] = 0x11; /* AF_INET, STREAM */
+		memcpy(out + n, &s4->sin_addr, 4);
+		memcpy(out + n + 4, &d4->sin_addr, 4);
+		memcpy(out + n + 8, &s4->sin_port, 2);
+		memcpy(out + n + 10, &d4->sin_port, 2);
+		n += 12;
+	} else {
+		const struct sockaddr_in6 *s6 = (const void *)src, *d6 = (const void *)dst;
+		out[12] = 0x21;
+		out[13] = 0x21; /* AF_INET6, STREAM */
+		memcpy(out + n, &s6->sin6_addr, 16);
+		memcpy(out + n + 16, &d6->sin6_addr, 16);
+		memcpy(out + n + 32, &s6->sin6_port, 2);
+		memcpy(out + n + 34, &d6->sin6_port, 2);
+		n += 36;
+	}
+	out[14] = (uint8_t)((n - 16) >> 8);
+	out[15] = (uint8_t)(n - 16);
+	return n;
+}
+
+/* Decode C escapes (\r \n \t \\ \0 \xHH) in s into out. Returns length. */
+static size_t unescape(const char *s, uint8_t *out, size_t cap)
+{
+	size_t n = 0;
+	while (*s) {
+		if (n >= cap)
+			die("escaped string too long");
+		if (*s != '\\') {
+			out[n++] = (uint8_t)*s++;
+			continue;
+		}
+		s++;
+		switch (*s) {
+		case 'r': out[n++] = '\r'; s++; break;
+		case 'n': out[n++] = '\n'; s++; break;
+		case 't': out[n++] = '\t'; s++; break;
+		case '0': out[n++] = 0; s++; break;
+		case '\\': out[n++] = '\\'; s++; break;
+		case 'x': {
+			char hex[3] = { 0 };
+			if (!s[1] || !s[2])
+				die("bad \\x escape");
+			hex[0] = s[1];
+			hex[1] = s[2];
+			out[n++] = (uint8_t)strtoul(hex, NULL, 16);
+			s += 3;
+			break;
+		}
+		default:
+			die("bad escape '\\%c'", *s);
+		}
+	}
+	return n;
+}
+
+/* ------------------------------------------------------- xfer machine -- */
+
+/*
+ * One side of a bulk transfer on a non-blocking socket, used by both the
+ * client and the upstream so the two ends behave alike:
+ *   - send `to_send` bytes of stream(seed), starting at once, or only after
+ *     the peer's EOF when `after_eof` is set (this is what makes a half-close
+ *     test: data must still flow towards the side that already sent its FIN);
+ *   - then shutdown(SHUT_WR);
+ *   - read and hash everything until EOF.
+ * Done when both directions are finished. Never drops data when a write
+ * would block (DESIGN §5: an upstream that did skewed a measurement).
+ */
+#define XFER_CHUNK (64 * 1024)
+
+struct xfer {
+	int fd;
+	uint64_t to_send, sent, recvd;
+	bool after_eof, peer_eof, shut_done, failed;
+	int err; /* errno of the failure */
+	struct stream gen;
+	struct sha256 sent_sha, recv_sha;
+	uint8_t pend[XFER_CHUNK];
+	size_t pend_off, pend_len;
+};
+
+static void xfer_init(struct xfer *x, int fd, uint64_t to_send, bool after_eof, uint64_t seed)
+{
+	memset(x, 0, sizeof(*x));
+	x->fd = fd;
+	x->to_send = to_send;
+	x->after_eof = after_eof;
+	stream_init(&x->gen, seed);
+	sha256_init(&x->sent_sha);
+	sha256_init(&x->recv_sha);
+}
+
+static bool xfer_done(const struct xfer *x)
+{
+	return x->failed || (x->peer_eof && x->shut_done);
+}
+
+static bool xfer_wants_write(const struct xfer *x)
+{
+	return !x->failed && !x->shut_done && (!x->after_eof || x->peer_eof);
+}
+
+static void xfer_readable(struct xfer *x)
+{
+	static uint8_t buf[256 * 1024];
+	while (!x->peer_eof && !x->failed) {
+		ssize_t r = recv(x->fd, buf, sizeof(buf), 0);
+		if (r > 0) {
+			sha256_update(&x->recv_sha, buf, (size_t)r);
+			x->recvd += (uint64_t)r;
+		} else if (r == 0) {
+			x->peer_eof = true;
+		} else if (errno == EINTR) {
+			continue;
+		} else if (errno == EAGAIN) {
+			break;
+		} else {
+			x->failed = true;
+			x->err = errno;
+		}
+	}
+}
+
+static void xfer_writable(struct xfer *x)
+{
+	while (xfer_wants_write(x)) {
+		if (x->pend_off == x->pend_len) {
+			uint64_t left = x->to_send - x->sent;
+			if (!left) {
+				if (shutdown(x->fd, SHUT_WR) < 0) {
+					x->failed = true;
+					x->err = errno;
+				}
+				x->shut_done = true;
+				return;
+			}
+			x->pend_len = left < XFER_CHUNK ? (size_t)left : XFER_CHUNK;
+			x->pend_off = 0;
+			stream_fill(&x->gen, x->pend, x->pend_len);
+			sha256_update(&x->sent_sha, x->pend, x->pend_len);
+			x->sent += x->pend_len; /* counted as generated; failure is reported apart */
+		}
+		ssize_t w = send(x->fd, x->pend + x->pend_off, x->pend_len - x->pend_off, MSG_NOSIGNAL);
+		if (w > 0) {
+			x->pend_off += (size_t)w;
+		} else if (w < 0 && errno == EINTR) {
+			continue;
+		} else if (w < 0 && errno == EAGAIN) {
+			return;
+		} else {
+			x->failed = true;
+			x->err = errno;
+			return;
+		}
+	}
+}
+
+/* "sent N SHA recv N SHA" (+ " error MSG" on failure). */
+static void xfer_report(struct xfer *x, char *out, size_t len)
+{
+	char s1[65], s2[65];
+	sha256_hex(&x->sent_sha, s1);
+	sha256_hex(&x->recv_sha, s2);
+	snprintf(out, len, "sent %" PRIu64 " %s recv %" PRIu64 " %s%s%s", x->sent, s1, x->recvd, s2,
+		 x->failed ? " error " : "", x->failed ? strerror(x->err) : "");
+}
