@@ -21,6 +21,10 @@ enum long_only_opts {
 	OPT_TABLE,
 	OPT_MAX_QUEUED,
 	OPT_UDP_HEADER,
+	OPT_IFACE,
+	OPT_TC_MAX_FLOWS,
+	OPT_TC_IDLE,
+	OPT_DETACH,
 	OPT_HELP,
 };
 
@@ -41,6 +45,10 @@ static const struct option long_opts[] = {
 	{ "table", required_argument, NULL, OPT_TABLE },
 	{ "max-queued", required_argument, NULL, OPT_MAX_QUEUED },
 	{ "udp-header", required_argument, NULL, OPT_UDP_HEADER },
+	{ "iface", required_argument, NULL, OPT_IFACE },
+	{ "tc-max-flows", required_argument, NULL, OPT_TC_MAX_FLOWS },
+	{ "tc-idle-timeout", required_argument, NULL, OPT_TC_IDLE },
+	{ "detach", no_argument, NULL, OPT_DETACH },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ 0 },
 };
@@ -68,8 +76,14 @@ void mmp_usage(FILE *out)
 		"  -v, --verbose 0|1|2             0 errors, 1 per-connection errors, 2 every state change\n"
 		"      --header-timeout SEC        close connections whose PROXY header is incomplete (default 5)\n"
 		"      --connect-timeout SEC       upstream connect timeout (default 5)\n"
-		"      --engine auto|splice|sockmap  data-path engine (default auto = splice, the fastest here;\n"
-		"                                  the tc engine is not built yet)\n"
+		"      --engine auto|tc|splice|sockmap  data-path engine (default auto: tc for every eligible\n"
+		"                                  flow, splice for the others)\n"
+		"      --iface IF[,IF...]          tc: interfaces that carry a remote load balancer's traffic\n"
+		"      --tc-max-flows N            tc: flows spliced in the kernel at once (default 65536;\n"
+		"                                  never evicted: past it, new flows stay on splice)\n"
+		"      --tc-idle-timeout SEC       tc: forget a spliced flow after SEC without any packet\n"
+		"                                  (keepalives count; default 7200, 0 = never)\n"
+		"      --detach                    tc: on exit remove filters and pins even if flows remain\n"
 		"      --max-queued BYTES          sockmap: bytes queued per flow and direction before the\n"
 		"                                  sender is slowed by TCP flow control (default 4194304)\n"
 		"      --pin-dir DIR               bpffs directory for pinned maps (default " MMP_PIN_DIR_DEFAULT ")\n"
@@ -169,6 +183,8 @@ static void set_defaults(struct mmp_config *cfg)
 	cfg->pin_dir = MMP_PIN_DIR_DEFAULT;
 	cfg->route_table = 123;
 	cfg->max_queued = 4 << 20;
+	cfg->tc_max_flows = 65536;
+	cfg->tc_idle_timeout_s = 7200;
 }
 
 int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
@@ -250,10 +266,29 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			else if (!strcmp(optarg, "sockmap"))
 				cfg->engine = MMP_ENGINE_SOCKMAP;
 			else if (!strcmp(optarg, "tc"))
-				return bad_option("--engine", optarg,
-						  "the tc engine is not built yet (use auto, splice or sockmap)");
+				cfg->engine = MMP_ENGINE_TC;
 			else
-				return bad_option("--engine", optarg, "expected auto, splice or sockmap");
+				return bad_option("--engine", optarg, "expected auto, tc, splice or sockmap");
+			break;
+		case OPT_IFACE:
+			for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+				if (cfg->n_ifaces >= (int)(sizeof(cfg->ifaces) / sizeof(cfg->ifaces[0])))
+					return bad_option("--iface", tok, "at most 32 interfaces");
+				cfg->ifaces[cfg->n_ifaces++] = tok;
+			}
+			break;
+		case OPT_TC_MAX_FLOWS:
+			if (parse_long(optarg, 16, 16 << 20, &v))
+				return bad_option("--tc-max-flows", optarg, "expected 16 to 16777216");
+			cfg->tc_max_flows = (int)v;
+			break;
+		case OPT_TC_IDLE:
+			if (parse_long(optarg, 0, 86400 * 30, &v))
+				return bad_option("--tc-idle-timeout", optarg, "seconds, 0 for never");
+			cfg->tc_idle_timeout_s = (int)v;
+			break;
+		case OPT_DETACH:
+			cfg->detach = true;
 			break;
 		case OPT_UDP_HEADER:
 			if (!strcmp(optarg, "auto"))

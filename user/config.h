@@ -48,7 +48,13 @@ struct mmp_config {
 	const char *pin_dir;
 	int route_table; /* setup-routing / cleanup-routing / check */
 	enum mmp_udp_header udp_header; /* -p udp: --udp-header */
-	uint64_t max_queued; /* sockmap: bytes queued per flow and direction before backpressure */
+	uint64_t max_queued;
+	/* tc engine */
+	const char *ifaces[32]; /* --iface: interfaces carrying a remote load balancer's traffic */
+	int n_ifaces;
+	int tc_max_flows;
+	int tc_idle_timeout_s; /* 0: never */
+	bool detach; /* on exit, remove filters and pins even if spliced flows remain */ /* sockmap: bytes queued per flow and direction before backpressure */
 };
 
 /*

@@ -65,8 +65,14 @@ struct mmp_conn {
 	struct mmp_conn *prev, *next; /* in the worker's deadline list */
 	size_t header_len; /* PROXY header length */
 	bool header_consumed; /* read off the socket (splice) or left for the kernel to strip (sockmap) */
-	struct mmp_conn *poll_prev, *poll_next; /* in the worker's poll list (sockmap drain checks) */
+	struct mmp_conn *poll_prev, *poll_next; /* in the worker's poll list (drain checks) */
 	bool polling;
+	/* tc engine hand-off, while the splice engine drains the pair */
+	bool tc_holding;
+	uint8_t tc_quiet; /* consecutive quiet checks */
+	uint64_t tc_flow; /* flow id: conn1's socket cookie */
+	uint64_t tc_deadline_ms;
+	uint64_t tc_start_ns;
 	union {
 		struct mmp_splice_dir dir[2]; /* 0: client -> upstream, 1: upstream -> client */
 		struct mmp_sockmap_conn sm;

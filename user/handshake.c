@@ -14,6 +14,7 @@
 #include "sockaddr.h"
 #include "sockmap.h"
 #include "splice.h"
+#include "tc_engine.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -91,7 +92,12 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 	const char *what;
 	int fd;
 
-	fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->cfg->mark, &what);
+	what = "bind";
+	fd = w->tc && src ? mmp_tc_claim_client(w->tc, src, (const struct sockaddr *)c->target) : 0;
+	/* tc engine: the upstream's segments must fit the load balancer's path. */
+	if (!fd)
+		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->cfg->mark,
+					  w->tc ? mmp_tc_conn2_mss(c->client.fd) : 0, &what);
 	if (fd < 0) {
 		atomic_fetch_add(&w->counters->upstream_failed, 1);
 		pr_conn("upstream %s for client %s: %s failed: %s%s", mmp_fmt_addr((const void *)c->target, a),
@@ -215,6 +221,9 @@ static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
 	}
 	c->engine = ENGINE_SPLICE;
 	mmp_splice_start(w, c);
+	/* The tc engine takes over from splice once the pair is quiet. */
+	if (w->tc && c->state == CONN_SPLICING)
+		mmp_tc_begin(w, c);
 }
 
 void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endpoint *ep, uint32_t events)

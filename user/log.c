@@ -29,7 +29,8 @@ void mmp_log(enum mmp_log_level level, const char *fmt, ...)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	static char msg[65536]; /* verifier logs are long; libbpf prints them from one thread */
+	char *line, *save;
 
 	if (level == LIBBPF_DEBUG && mmp_verbosity < MMP_LOG_DEBUG)
 		return 0;
@@ -38,8 +39,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (level == LIBBPF_WARN && mmp_verbosity < MMP_LOG_CONN)
 		return 0;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	msg[strcspn(msg, "\n")] = '\0';
-	mmp_log(MMP_LOG_ERR, "%s", msg); /* libbpf prefixes its own "libbpf: " */
+	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		mmp_log(MMP_LOG_ERR, "%s", line); /* libbpf prefixes its own "libbpf: " */
 	return 0;
 }
 

@@ -222,7 +222,7 @@ int mmp_routing_probe(int family, int timeout_ms, const char **what)
 	if (lfd < 0)
 		return lfd;
 	probe_source(family, &src);
-	cfd = mmp_upstream_connect((struct sockaddr *)&src, (struct sockaddr *)&target, 0, what);
+	cfd = mmp_upstream_connect((struct sockaddr *)&src, (struct sockaddr *)&target, 0, 0, what);
 	if (cfd < 0) {
 		close(lfd);
 		return cfd;

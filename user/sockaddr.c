@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "sockaddr.h"
 
 static int parse_port(const char *s, in_port_t *port)
@@ -109,6 +110,24 @@ const char *mmp_fmt_addr(const struct sockaddr *sa, char *buf)
 socklen_t mmp_sockaddr_len(const struct sockaddr *sa)
 {
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+bool mmp_is_local_addr(const struct sockaddr_storage *ss)
+{
+	struct sockaddr_storage probe = *ss;
+	int fd = socket(ss->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool local;
+
+	if (fd < 0)
+		return false;
+	/* Binding port 0 of an address succeeds exactly when the address is ours. */
+	if (probe.ss_family == AF_INET)
+		((struct sockaddr_in *)&probe)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&probe)->sin6_port = 0;
+	local = bind(fd, (struct sockaddr *)&probe, mmp_sockaddr_len((struct sockaddr *)&probe)) == 0;
+	close(fd);
+	return local;
 }
 
 bool mmp_unmap_v4(struct sockaddr_storage *ss)

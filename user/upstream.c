@@ -19,7 +19,7 @@ static int set_transparent(int fd, int family)
 	return setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one));
 }
 
-int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark,
+int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, int maxseg,
 			 const char **what)
 {
 	int one = 1, syncnt = UPSTREAM_SYN_RETRIES;
@@ -37,6 +37,11 @@ int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *targ
 	*what = "TCP_SYNCNT";
 	if (setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &syncnt, sizeof(syncnt)))
 		goto fail;
+	if (maxseg) {
+		*what = "TCP_MAXSEG";
+		if (setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &maxseg, sizeof(maxseg)))
+			goto fail;
+	}
 	if (mark) {
 		*what = "SO_MARK";
 		if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)))

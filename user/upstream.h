@@ -10,11 +10,11 @@
  * Create a non-blocking TCP socket toward target and start connecting.
  * When src is non-NULL the socket is made transparent and bound to exactly
  * src (the client's ip:port); a failed bind fails the call, never falling
- * back to our own address. mark != 0 sets SO_MARK.
+ * back to our own address. mark != 0 sets SO_MARK; maxseg != 0 sets TCP_MAXSEG.
  * Returns the fd (connect in progress or done), or a negative errno with
  * *what naming the step that failed ("IP_TRANSPARENT", "bind", "connect", ...).
  */
-int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark,
+int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, int maxseg,
 			 const char **what);
 
 /* A hint for an upstream-step errno, e.g. "(run as root or grant CAP_NET_ADMIN)"; "" if none. */

@@ -16,13 +16,14 @@
 #include "sockaddr.h"
 #include "sockmap.h"
 #include "splice.h"
+#include "tc_engine.h"
 #include "worker.h"
 
 #define ACCEPT_BATCH 64
 #define EMFILE_BACKOFF_MS 100
 #define MAX_EVENTS 256
 /* How often connections waiting for the kernel to drain are re-checked. */
-#define POLL_MS 2
+#define POLL_MS 1
 
 /* epoll_data.ptr tags for the two non-connection fds. */
 static char listen_tag, stop_tag;
@@ -123,7 +124,10 @@ static void run_polls(struct mmp_worker *w)
 
 		c->polling = false;
 		c->poll_prev = c->poll_next = NULL;
-		mmp_sockmap_poll(w, c);
+		if (c->tc_holding)
+			mmp_tc_check(w, c);
+		else if (c->state == CONN_SPLICING && c->engine == ENGINE_SOCKMAP)
+			mmp_sockmap_poll(w, c);
 		c = next;
 	}
 }
@@ -161,6 +165,8 @@ void mmp_conn_close(struct mmp_worker *w, struct mmp_conn *c, bool reset_client,
 {
 	mmp_conn_list_remove(list_of(w, c), c);
 	poll_remove(w, c);
+	if (c->tc_holding)
+		mmp_tc_abort(w, c, "the connection closed");
 	if (c->state == CONN_SPLICING && c->engine == ENGINE_SOCKMAP)
 		mmp_sockmap_release(w, c);
 	else if (c->state == CONN_SPLICING)
@@ -210,7 +216,8 @@ fail:
 }
 
 int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
-		    const struct mmp_policy *policy, struct mmp_sockmap *sockmap, struct mmp_counters *counters)
+		    const struct mmp_policy *policy, struct mmp_sockmap *sockmap, struct mmp_tc *tc,
+		    struct mmp_counters *counters)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	int err;
@@ -220,6 +227,7 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
 	w->cfg = cfg;
 	w->policy = policy;
 	w->sockmap = sockmap;
+	w->tc = tc;
 	w->counters = counters;
 	w->epfd = w->listen_fd = w->stop_fd = -1;
 
@@ -307,6 +315,8 @@ static int next_timeout(struct mmp_worker *w, uint64_t now)
 		next = w->accept_resume_ms;
 	if (w->poll_head && w->next_poll_ms < next)
 		next = w->next_poll_ms;
+	if (w->tc && w->id == 0 && w->next_gc_ms < next)
+		next = w->next_gc_ms;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : (int)(next - now);
@@ -326,6 +336,9 @@ static void dispatch(struct mmp_worker *w, struct mmp_endpoint *ep, uint32_t eve
 			mmp_sockmap_event(w, c, ep, events);
 		else
 			mmp_splice_event(w, c, ep, events);
+		/* A hand-off in progress re-checks as soon as the drain moves. */
+		if (c->tc_holding && c->state == CONN_SPLICING)
+			mmp_tc_check(w, c);
 		break;
 	case CONN_DEAD:
 		break; /* closed by an earlier event of this batch */
@@ -365,6 +378,10 @@ static void *worker_main(void *arg)
 			run_polls(w);
 		}
 		bury_dead(w);
+		if (w->tc && w->id == 0 && now >= w->next_gc_ms) {
+			w->next_gc_ms = now + 1000;
+			mmp_tc_gc(w->tc);
+		}
 	}
 	return NULL;
 }

@@ -14,6 +14,7 @@
 
 struct mmp_policy;
 struct mmp_sockmap;
+struct mmp_tc;
 
 struct mmp_counters {
 	atomic_ulong accepted;
@@ -26,6 +27,9 @@ struct mmp_counters {
 	atomic_ulong active;
 	atomic_ulong sockmap_flows; /* handed to the sockmap engine */
 	atomic_ulong sockmap_fallbacks; /* sockmap refused the pair: spliced instead */
+	atomic_ulong tc_flows; /* handed to the tc engine */
+	atomic_ulong tc_ineligible;
+	atomic_ulong tc_aborted; /* hand-off gave up: stayed on splice */
 };
 
 struct mmp_worker {
@@ -46,6 +50,8 @@ struct mmp_worker {
 	 */
 	struct mmp_conn *graveyard;
 	struct mmp_sockmap *sockmap; /* NULL: engine not loaded */
+	struct mmp_tc *tc; /* NULL: engine not loaded */
+	uint64_t next_gc_ms; /* worker 0 collects finished tc flows */
 	struct mmp_conn *poll_head; /* connections to re-check every POLL_MS */
 	uint64_t next_poll_ms;
 	uint64_t accept_resume_ms; /* non-zero: accepting paused (EMFILE) until then */
@@ -55,7 +61,8 @@ struct mmp_worker {
 
 /* Create the listening socket. Returns 0 or a negative errno after logging. */
 int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
-		    const struct mmp_policy *policy, struct mmp_sockmap *sockmap, struct mmp_counters *counters);
+		    const struct mmp_policy *policy, struct mmp_sockmap *sockmap, struct mmp_tc *tc,
+		    struct mmp_counters *counters);
 int mmp_worker_start(struct mmp_worker *w);
 /* Ask the worker to stop, join it, and free everything it owns. */
 void mmp_worker_stop(struct mmp_worker *w);

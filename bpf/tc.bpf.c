@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tc engine's data plane: rewrite every packet of a spliced flow from one
+ * TCP connection into the other (DESIGN §3b).
+ *
+ * Attached (direct action) at lo egress and, for a load balancer that is not
+ * on this host, at ingress and egress of the interfaces that carry its
+ * traffic. For a packet whose 4-tuple is in mmp_tc_tuples:
+ *   HOLD mode   the proxy's own segments get window 0, so both peers stop by
+ *               flow control while userspace drains the sockets;
+ *   SPLICE mode the peers' segments are rewritten: addresses, ports, seq, ack,
+ *               SACK edges, timestamps and window; then either continue (both
+ *               connections on lo) or are redirected (into lo, or out through
+ *               the load balancer's interface).
+ *
+ * Headers are copied to the stack, changed there, diffed word by word for the
+ * checksums and stored back in one call each, so no packet pointer has to
+ * survive a helper that changes packet data.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include "mmp_tc.h"
+
+#define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
+#define TC_ACT_REDIRECT 7
+#define ETH_HLEN 14
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1FFF
+#define TCP_HLEN 20
+#define TCP_MAX_OPTS 40
+
+#define TCPOPT_EOL 0
+#define TCPOPT_NOP 1
+#define TCPOPT_SACK 5
+#define TCPOPT_TIMESTAMP 8
+
+/* Flags in byte 13 of the TCP header. */
+#define TH_FIN 0x01
+#define TH_SYN 0x02
+#define TH_RST 0x04
+#define TH_ACK 0x10
+
+/* Sized by userspace (--tc-max-flows) between open and load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4 * MMP_TC_MAX_FLOWS_DEFAULT);
+	__type(key, struct mmp_tc_tuple);
+	__type(value, struct mmp_tc_tuple_val);
+} mmp_tc_tuples SEC(".maps");
+
+/* No prealloc: an update replaces the element under RCU, so the switch from
+ * HOLD to SPLICE is seen whole by every CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MMP_TC_MAX_FLOWS_DEFAULT);
+	__type(key, __u64);
+	__type(value, struct mmp_tc_flow);
+} mmp_tc_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MMP_TC_MAX_FLOWS_DEFAULT);
+	__type(key, __u64);
+	__type(value, struct mmp_tc_stats);
+} mmp_tc_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MMP_TC_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} mmp_tc_counters SEC(".maps");
+
+/*
+ * 60 bytes of header, plus slack so that any index masked with & 63, plus
+ * the 8 bytes read from it, stays inside: the verifier then accepts
+ * variable offsets without tracking each bound.
+ */
+struct tcp_hdr_copy {
+	__u8 h[72];
+};
+
+/* Where things are in the packet, and stack copies of what may change. */
+struct pkt {
+	/* Lives in a per-CPU scratch map: variable offsets into the stack are refused. */
+	__u32 l3_off;
+	__u32 l4_off;
+	__u32 tcp_len; /* header incl. options */
+	__u32 payload;
+	__u8 family;
+	struct mmp_tc_tuple tuple;
+	struct tcp_hdr_copy old;
+	struct tcp_hdr_copy new;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pkt);
+} mmp_tc_scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&mmp_tc_counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+/* x & 63 that clang cannot drop: the verifier needs to see the bound. */
+static __always_inline __u32 bound63(__u32 x)
+{
+	asm volatile("%0 &= 63" : "+r"(x));
+	return x;
+}
+
+static __always_inline __u32 csum_add32(__u32 a, __u32 b)
+{
+	__u32 r = a + b;
+
+	return r + (r < a);
+}
+
+/* Ones' complement diff of two equally aligned buffers of n 32-bit words. */
+static __always_inline __u32 words_diff(const __u32 *old, const __u32 *new, int n, __u32 acc)
+{
+	for (int i = 0; i < (TCP_HLEN + TCP_MAX_OPTS) / 4; i++) {
+		if (i >= n)
+			break;
+		if (old[i] != new[i]) {
+			acc = csum_add32(acc, ~old[i]);
+			acc = csum_add32(acc, new[i]);
+		}
+	}
+	return acc;
+}
+
+static __always_inline __u32 rd32(const __u8 *p)
+{
+	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
+}
+
+static __always_inline void wr32(__u8 *p, __u32 v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+/* Parse Ethernet/IP/TCP into p. Returns 0, or -1 for anything not handled. */
+static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	__u8 doff;
+
+	if ((void *)(eth + 1) > data_end)
+		return -1;
+	p->l3_off = ETH_HLEN;
+	__builtin_memset(&p->tuple, 0, sizeof(p->tuple));
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		if ((void *)(ip + 1) > data_end || ip->protocol != IPPROTO_TCP)
+			return -1;
+		if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
+			return -2;
+		p->family = 4;
+		p->l4_off = ETH_HLEN + ip->ihl * 4;
+		__builtin_memcpy(p->tuple.saddr, &ip->saddr, 4);
+		__builtin_memcpy(p->tuple.daddr, &ip->daddr, 4);
+		p->payload = bpf_ntohs(ip->tot_len) - ip->ihl * 4;
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		/* Extension headers are not handled: such packets pass untouched. */
+		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_TCP)
+			return -1;
+		p->family = 6;
+		p->l4_off = ETH_HLEN + sizeof(*ip6);
+		__builtin_memcpy(p->tuple.saddr, &ip6->saddr, 16);
+		__builtin_memcpy(p->tuple.daddr, &ip6->daddr, 16);
+		p->payload = bpf_ntohs(ip6->payload_len);
+	} else {
+		return -1;
+	}
+	p->tuple.family = p->family;
+	if (bpf_skb_load_bytes(skb, p->l4_off, p->old.h, TCP_HLEN))
+		return -1;
+	p->tuple.sport = *(__be16 *)&p->old.h[0];
+	p->tuple.dport = *(__be16 *)&p->old.h[2];
+	doff = p->old.h[12] >> 4;
+	if (doff < 5 || doff > 15)
+		return -1;
+	p->tcp_len = doff * 4;
+	if (p->payload < p->tcp_len)
+		return -1;
+	p->payload -= p->tcp_len;
+	return 0;
+}
+
+/*
+ * Helpers take constant sizes best: the TCP header is 20..60 bytes in steps
+ * of 4, so dispatch to one call per possible length.
+ */
+#define CASE_LOAD(n)                                                              \
+	case n:                                                                   \
+		return bpf_skb_load_bytes(skb, off, buf, n) ? -1 : 0
+#define CASE_STORE(n)                                                             \
+	case n:                                                                   \
+		return bpf_skb_store_bytes(skb, off, buf, n, 0) ? -1 : 0
+
+static __always_inline int load_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
+{
+	switch (len) {
+	case 0:
+		return 0;
+	CASE_LOAD(4); CASE_LOAD(8); CASE_LOAD(12); CASE_LOAD(16); CASE_LOAD(20);
+	CASE_LOAD(24); CASE_LOAD(28); CASE_LOAD(32); CASE_LOAD(36); CASE_LOAD(40);
+	}
+	return -1;
+}
+
+static __always_inline int store_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
+{
+	switch (len) {
+	CASE_STORE(20); CASE_STORE(24); CASE_STORE(28); CASE_STORE(32); CASE_STORE(36); CASE_STORE(40);
+	CASE_STORE(44); CASE_STORE(48); CASE_STORE(52); CASE_STORE(56); CASE_STORE(60);
+	}
+	return -1;
+}
+
+/* Copy the TCP options (after parse) into p->old. Returns 0 or -1. */
+static __always_inline int load_options(struct __sk_buff *skb, struct pkt *p)
+{
+	return load_len(skb, p->l4_off + TCP_HLEN, p->old.h + TCP_HLEN, p->tcp_len - TCP_HLEN);
+}
+
+/* Where the timestamp and SACK options are (indices into h[]; 0 = absent). */
+struct opt_scan {
+	__u32 off; /* into the options */
+	__u32 optlen;
+	__u32 ts; /* index of TSval */
+	__u32 sack; /* index of the first SACK edge */
+	__u32 sack_len; /* bytes of edges */
+};
+
+/* One option per call, from bpf_loop: verified once instead of per iteration. */
+static long scan_option(__u32 i, void *ctx)
+{
+	struct opt_scan *o = ctx;
+	__u32 zero = 0;
+	struct pkt *p = bpf_map_lookup_elem(&mmp_tc_scratch, &zero);
+	__u8 kind, len;
+
+	if (!p || o->off >= o->optlen)
+		return 1;
+	kind = p->old.h[bound63(TCP_HLEN + o->off)];
+	if (kind == TCPOPT_EOL)
+		return 1;
+	if (kind == TCPOPT_NOP) {
+		o->off++;
+		return 0;
+	}
+	len = p->old.h[bound63(TCP_HLEN + o->off + 1)];
+	if (len < 2 || o->off + len > o->optlen)
+		return 1;
+	if (kind == TCPOPT_TIMESTAMP && len == 10)
+		o->ts = TCP_HLEN + o->off + 2;
+	else if (kind == TCPOPT_SACK && len > 2)
+		o->sack = TCP_HLEN + o->off + 2, o->sack_len = len - 2;
+	o->off += len;
+	return 0;
+}
+
+static __always_inline void scan_options(struct pkt *p, struct opt_scan *o)
+{
+	__builtin_memset(o, 0, sizeof(*o));
+	o->optlen = p->tcp_len - TCP_HLEN;
+	bpf_loop(TCP_MAX_OPTS, scan_option, o, 0);
+}
+
+/*
+ * Rewrite timestamps and SACK edges in p->new. tsecr_known = 0 zeroes TSecr
+ * (an echo of a frozen socket's clock means nothing to the new receiver).
+ */
+static __always_inline void rewrite_options(struct pkt *p, const struct opt_scan *o, __u32 tsval_delta,
+					    __u32 tsecr_delta, int tsecr_known, __u32 ack_delta, int has_ack)
+{
+	if (o->ts) {
+		__u8 *ts = &p->new.h[bound63(o->ts)];
+
+		wr32(ts, rd32(ts) + tsval_delta);
+		if (has_ack)
+			wr32(ts + 4, tsecr_known ? rd32(ts + 4) + tsecr_delta : 0);
+	}
+	if (o->sack && has_ack) {
+		/* Up to 4 blocks of left/right edges, all in the ack space. */
+		for (int e = 0; e < 8; e++) {
+			if (e * 4 + 4 > o->sack_len)
+				break;
+			__u8 *edge = &p->new.h[bound63(o->sack + e * 4)];
+
+			wr32(edge, rd32(edge) + ack_delta);
+		}
+	}
+}
+
+/* Store the new TCP header and addresses, then fix the checksums. Returns 0 or -1. */
+static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const struct mmp_tc_tuple *out)
+{
+	__u32 tcp_check_off = p->l4_off + 16;
+	__u32 ndiff, adiff = 0;
+	int naddr = p->family == 4 ? 1 : 4;
+	__u32 *os = (__u32 *)p->tuple.saddr, *od = (__u32 *)p->tuple.daddr;
+	__u32 *ns = (__u32 *)out->saddr, *nd = (__u32 *)out->daddr;
+
+	ndiff = words_diff((__u32 *)p->old.h, (__u32 *)p->new.h, p->tcp_len / 4, 0);
+	for (int i = 0; i < 4; i++) {
+		if (i >= naddr)
+			break;
+		adiff = csum_add32(adiff, ~os[i]);
+		adiff = csum_add32(adiff, ns[i]);
+		adiff = csum_add32(adiff, ~od[i]);
+		adiff = csum_add32(adiff, nd[i]);
+	}
+	if (store_len(skb, p->l4_off, p->new.h, p->tcp_len))
+		return -1;
+	if (p->family == 4) {
+		/* saddr and daddr are adjacent at offset 12 of the IPv4 header. */
+		__u32 addrs[2] = { ns[0], nd[0] };
+
+		if (bpf_skb_store_bytes(skb, p->l3_off + 12, addrs, 8, 0) ||
+		    bpf_l3_csum_replace(skb, p->l3_off + 10, 0, adiff, 0))
+			return -1;
+	} else {
+		if (bpf_skb_store_bytes(skb, p->l3_off + 8, out->saddr, 16, 0) ||
+		    bpf_skb_store_bytes(skb, p->l3_off + 24, out->daddr, 16, 0))
+			return -1;
+	}
+	/* Addresses are in the pseudo header; a CHECKSUM_PARTIAL skb needs only that part. */
+	if (adiff && bpf_l4_csum_replace(skb, tcp_check_off, 0, adiff, BPF_F_PSEUDO_HDR))
+		return -1;
+	if (ndiff && bpf_l4_csum_replace(skb, tcp_check_off, 0, ndiff, 0))
+		return -1;
+	return 0;
+}
+
+/* HOLD: the proxy's own segment advertises a zero window. */
+static __always_inline int hold(struct __sk_buff *skb, struct pkt *p)
+{
+	__u32 old_word, new_word;
+
+	if (p->old.h[14] == 0 && p->old.h[15] == 0)
+		return TC_ACT_OK;
+	/* Bytes 12..15: data offset, flags, window. */
+	__builtin_memcpy(&old_word, &p->old.h[12], 4);
+	p->new.h[14] = 0;
+	p->new.h[15] = 0;
+	__builtin_memcpy(&new_word, &p->new.h[12], 4);
+	if (bpf_skb_store_bytes(skb, p->l4_off + 14, &p->new.h[14], 2, 0) ||
+	    bpf_l4_csum_replace(skb, p->l4_off + 16, 0, csum_add32(~old_word, new_word), 0))
+		return TC_ACT_OK;
+	count(MMP_TC_CNT_HELD);
+	return TC_ACT_OK;
+}
+
+static __always_inline void update_stats(__u64 flow, int dir, struct pkt *p, __u8 flags)
+{
+	struct mmp_tc_stats *st = bpf_map_lookup_elem(&mmp_tc_stats, &flow);
+
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->packets[dir & 1], 1);
+	__sync_fetch_and_add(&st->bytes[dir & 1], p->payload);
+	st->last_seen_ns = bpf_ktime_get_ns();
+	if (flags & TH_FIN)
+		st->fin[dir & 1] = 1;
+	if (flags & TH_RST)
+		st->rst = 1;
+}
+
+/* SPLICE: rewrite a peer's segment into the other connection. */
+static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, __u64 flow, int dir,
+				     const struct mmp_tc_dir *d)
+{
+	struct mmp_tc_stats *st = bpf_map_lookup_elem(&mmp_tc_stats, &flow);
+	__u8 flags = p->old.h[13];
+	int has_ack = flags & TH_ACK;
+	__u32 seq, ack, win;
+
+	if (!st || load_options(skb, p))
+		return TC_ACT_OK;
+	__builtin_memcpy(&p->new, &p->old, sizeof(p->new));
+
+	/* Ports. */
+	__builtin_memcpy(&p->new.h[0], &d->out.sport, 2);
+	__builtin_memcpy(&p->new.h[2], &d->out.dport, 2);
+	/* Sequence space. */
+	seq = rd32(&p->new.h[4]) + d->seq_delta;
+	wr32(&p->new.h[4], seq);
+	if (has_ack) {
+		ack = rd32(&p->new.h[8]) + d->ack_delta;
+		wr32(&p->new.h[8], ack);
+	}
+	/* Window: what the sender means, in the receiver's scale. */
+	if (!(flags & (TH_SYN | TH_RST))) {
+		win = ((__u32)p->new.h[14] << 8 | p->new.h[15]);
+		win = (win << (d->wscale_in & 15)) >> (d->wscale_out & 15);
+		if (win > 65535)
+			win = 65535;
+		p->new.h[14] = win >> 8;
+		p->new.h[15] = win;
+	}
+	if (p->tcp_len > TCP_HLEN && (d->timestamps || d->sack)) {
+		struct opt_scan o;
+		int other = dir ^ 1;
+
+		scan_options(p, &o);
+		/*
+		 * The first packet after the switch fixes this direction's TSval
+		 * offset: translated TSvals start at ts_base, above what the
+		 * receiver saw from the frozen socket (PAWS), and stay monotonic.
+		 */
+		if (o.ts && !st->ts_learned[dir & 1]) {
+			st->tsval_delta[dir & 1] = d->ts_base - rd32(&p->old.h[bound63(o.ts)]);
+			st->ts_learned[dir & 1] = 1;
+		}
+		/* The TSecr echoes the other direction's translated clock: undo that. */
+		rewrite_options(p, &o, st->tsval_delta[dir & 1], -st->tsval_delta[other & 1],
+				st->ts_learned[other & 1], d->ack_delta, has_ack);
+	}
+
+	if (commit(skb, p, &d->out)) {
+		count(MMP_TC_CNT_REDIRECT_FAILED);
+		return TC_ACT_SHOT;
+	}
+	update_stats(flow, dir, p, flags);
+	count(MMP_TC_CNT_TRANSLATED);
+
+	if (!d->redirect_ifindex)
+		return TC_ACT_OK;
+	if (d->redirect_ingress) {
+		/* lo drops frames whose destination MAC is not its own (zero) as OTHERHOST. */
+		__u8 zero[12] = { 0 };
+
+		bpf_skb_store_bytes(skb, 0, zero, sizeof(zero), 0);
+		return bpf_redirect(d->redirect_ifindex, BPF_F_INGRESS);
+	}
+	return bpf_redirect_neigh(d->redirect_ifindex, NULL, 0, 0);
+}
+
+static __always_inline int handle(struct __sk_buff *skb)
+{
+	struct mmp_tc_tuple_val *tv;
+	struct mmp_tc_flow *flow;
+	__u32 zero = 0;
+	struct pkt *p = bpf_map_lookup_elem(&mmp_tc_scratch, &zero);
+	int ret;
+
+	if (!p)
+		return TC_ACT_OK;
+	ret = parse(skb, p);
+	if (ret) {
+		if (ret == -2)
+			count(MMP_TC_CNT_NOT_TCP_OR_FRAGMENT);
+		return TC_ACT_OK;
+	}
+	tv = bpf_map_lookup_elem(&mmp_tc_tuples, &p->tuple);
+	if (!tv)
+		return TC_ACT_OK;
+	flow = bpf_map_lookup_elem(&mmp_tc_flows, &tv->flow);
+	if (!flow)
+		return TC_ACT_OK;
+
+	if (flow->mode == MMP_TC_MODE_HOLD || flow->mode == MMP_TC_MODE_FREEZE) {
+		if (tv->role == MMP_TC_ROLE_HOLD_CONN1 || tv->role == MMP_TC_ROLE_HOLD_CONN2) {
+			__builtin_memcpy(&p->new, &p->old, TCP_HLEN);
+			return hold(skb, p);
+		}
+		if (flow->mode == MMP_TC_MODE_FREEZE) {
+			count(MMP_TC_CNT_FREEZE_DROPS);
+			return TC_ACT_SHOT;
+		}
+		return TC_ACT_OK;
+	}
+	if (flow->mode != MMP_TC_MODE_SPLICE)
+		return TC_ACT_OK;
+	/* A SYN opens a new connection that reuses the tuple: never ours to rewrite. */
+	if (p->old.h[13] & TH_SYN)
+		return TC_ACT_OK;
+	if (tv->role == MMP_TC_ROLE_UP)
+		return translate(skb, p, tv->flow, 0, &flow->up);
+	if (tv->role == MMP_TC_ROLE_DOWN)
+		return translate(skb, p, tv->flow, 1, &flow->down);
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int mmp_tc_egress(struct __sk_buff *skb)
+{
+	return handle(skb);
+}
+
+SEC("tc")
+int mmp_tc_ingress(struct __sk_buff *skb)
+{
+	return handle(skb);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The tc engine: packet-level splicing by sequence translation. After the
+ * hand-off the proxy's two sockets are frozen (TCP_REPAIR) and closed
+ * silently; TC programs rewrite every packet of the load balancer's
+ * connection (conn1) into the upstream connection (conn2) and back.
+ *
+ *   mmp_tc_tuples   HASH: a packet's 4-tuple -> its flow and role
+ *   mmp_tc_flows    HASH: flow id -> mode (HOLD / SPLICE) and both directions'
+ *                   translation; written whole by userspace (one write switches)
+ *   mmp_tc_stats    HASH: flow id -> packets, bytes, FIN/RST, last seen
+ *   mmp_tc_counters PERCPU_ARRAY: global counters
+ *
+ * Names: L = load balancer, P = the proxy's listen address (conn1 = L<->P),
+ * C = the client as spoofed by the proxy, U = the upstream (conn2 = C<->U).
+ */
+#ifndef MMP_TC_H
+#define MMP_TC_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define MMP_TC_TUPLES_MAP "mmp_tc_tuples"
+#define MMP_TC_FLOWS_MAP "mmp_tc_flows"
+#define MMP_TC_STATS_MAP "mmp_tc_stats"
+#define MMP_TC_COUNTERS_MAP "mmp_tc_counters"
+#define MMP_TC_MAX_FLOWS_DEFAULT 65536
+
+/* A TCP 4-tuple as seen on the wire; IPv4 addresses use the first 4 bytes. */
+struct mmp_tc_tuple {
+	__u8 family; /* 4 or 6 */
+	__u8 pad[3];
+	__be16 sport;
+	__be16 dport;
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
+
+enum mmp_tc_role {
+	MMP_TC_ROLE_UP = 0, /* L->P: the LB's packets, become C->U */
+	MMP_TC_ROLE_DOWN = 1, /* U->C: the upstream's packets, become P->L */
+	MMP_TC_ROLE_HOLD_CONN1 = 2, /* P->L: the proxy's own conn1 segments (window forced to 0 in HOLD) */
+	MMP_TC_ROLE_HOLD_CONN2 = 3, /* C->U: the proxy's own conn2 segments */
+};
+
+struct mmp_tc_tuple_val {
+	__u64 flow;
+	__u32 role; /* enum mmp_tc_role */
+	__u32 pad;
+};
+
+enum mmp_tc_mode {
+	MMP_TC_MODE_HOLD = 1, /* quiescing: the proxy's sockets advertise a zero window */
+	/*
+	 * The microseconds between freezing the sockets (TCP_REPAIR) and the
+	 * switch: peer segments are dropped, so nothing lands in a socket whose
+	 * state was already read. The peer retransmits them after the switch.
+	 */
+	MMP_TC_MODE_FREEZE = 2,
+	MMP_TC_MODE_SPLICE = 3, /* translating */
+};
+
+/* How packets of one direction are rewritten. */
+struct mmp_tc_dir {
+	struct mmp_tc_tuple out; /* the new addresses and ports */
+	__u32 seq_delta; /* added to seq */
+	__u32 ack_delta; /* added to ack and SACK edges */
+	__u32 ts_base; /* the first translated TSval this direction may use (PAWS-safe) */
+	__u8 wscale_in; /* the sender's window shift */
+	__u8 wscale_out; /* the shift the receiver applies */
+	__u8 timestamps; /* both connections use TCP timestamps */
+	__u8 sack;
+	__u32 redirect_ifindex; /* 0: continue on this path (both connections over lo) */
+	__u32 redirect_ingress; /* 1: into ifindex's ingress (lo); 0: out via the neighbour */
+};
+
+struct mmp_tc_flow {
+	__u32 mode; /* enum mmp_tc_mode */
+	__u32 pad;
+	struct mmp_tc_dir up; /* L->P becomes C->U */
+	struct mmp_tc_dir down; /* U->C becomes P->L */
+};
+
+/*
+ * Written by the TC programs only. The TSval offsets are learned from the
+ * first packet of each direction after the switch: translated TSvals start
+ * at ts_base, above anything the receiver saw from the frozen socket.
+ */
+struct mmp_tc_stats {
+	__u64 packets[2]; /* [0] up, [1] down */
+	__u64 bytes[2];
+	__u64 last_seen_ns;
+	__u32 tsval_delta[2];
+	__u8 ts_learned[2];
+	__u8 fin[2]; /* FIN seen from L (up) / from U (down) */
+	__u8 rst;
+	__u8 pad[3];
+};
+
+enum mmp_tc_counter {
+	MMP_TC_CNT_TRANSLATED,
+	MMP_TC_CNT_HELD, /* proxy segments whose window was forced to 0 */
+	MMP_TC_CNT_REDIRECT_FAILED,
+	MMP_TC_CNT_NOT_TCP_OR_FRAGMENT, /* IPv4 fragments: passed untouched */
+	MMP_TC_CNT_FREEZE_DROPS, /* peer segments dropped while freezing */
+	MMP_TC_CNT_MAX,
+};
+
+#endif

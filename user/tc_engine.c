@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h> /* struct tcp_info with the option bits, TCP_REPAIR_* */
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "log.h"
+#include "mmp_tc.h"
+#include "pins.h"
+#include "sockaddr.h"
+#include "splice.h"
+#include "tc_engine.h"
+#include "tc_packet.h"
+#include "tc.skel.h"
+#include "worker.h"
+
+/* Our filters' handle and priority on every hook: "MM". */
+#define MMP_TC_HANDLE 0x4d4d
+#define MMP_TC_PRIO 0x4d4d
+/* How long a flow may take to quiet down before it stays on splice. */
+#define HOLD_TIMEOUT_MS 300
+/* Translated TSvals start this far (ms) above what the receiver last saw. */
+#define TS_MARGIN 100
+/* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
+#define CLOSED_LINGER_NS (2ULL * 1000000000ULL)
+#define MAX_IFACES 32
+
+struct mmp_tc {
+	struct tc_bpf *skel;
+	char pin_dir[PATH_MAX - 64];
+	int tuples_fd, flows_fd, stats_fd;
+	int ifindex[MAX_IFACES]; /* [0] is lo */
+	bool created_hook[MAX_IFACES][2]; /* we created the clsact: [ingress, egress] */
+	int nifaces;
+	int raw4, raw6; /* window updates */
+	uint64_t idle_ns;
+};
+
+static const char *const pinned_maps[] = {
+	MMP_TC_TUPLES_MAP, MMP_TC_FLOWS_MAP, MMP_TC_STATS_MAP, MMP_TC_COUNTERS_MAP,
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns() is CLOCK_MONOTONIC */
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void gc(struct mmp_tc *tc, uint64_t linger_ns);
+
+static int attach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point where, int prog_fd)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = MMP_TC_PRIO,
+			    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
+	char name[IF_NAMESIZE] = "?";
+	int err;
+
+	err = bpf_tc_hook_create(&hook);
+	if (!err)
+		tc->created_hook[idx][where == BPF_TC_EGRESS] = true;
+	else if (err != -EEXIST)
+		goto fail;
+	/* REPLACE: a restarted instance takes over its predecessor's filter in place. */
+	err = bpf_tc_attach(&hook, &opts);
+	if (!err)
+		return 0;
+fail:
+	if_indextoname(tc->ifindex[idx], name);
+	pr_err("tc engine: failed to attach to %s %s: %s", name, where == BPF_TC_EGRESS ? "egress" : "ingress",
+	       strerror(-err));
+	return err;
+}
+
+static void detach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point where)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = MMP_TC_PRIO);
+
+	bpf_tc_detach(&hook, &opts);
+	/* Only remove a clsact qdisc we added; other filters may live on it otherwise. */
+	if (tc->created_hook[idx][where == BPF_TC_EGRESS]) {
+		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+		if (tc->created_hook[idx][0] && tc->created_hook[idx][1])
+			bpf_tc_hook_destroy(&hook);
+	}
+}
+
+static int open_raw(int family)
+{
+	int one = 1, fd;
+
+	fd = socket(family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+	if (fd < 0)
+		return -errno;
+	/* The window update to the upstream comes from the client's (foreign) address. */
+	if (family == AF_INET)
+		setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one));
+	else
+		setsockopt(fd, SOL_IPV6, IPV6_TRANSPARENT, &one, sizeof(one));
+	return fd;
+}
+
+int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
+{
+	struct mmp_tc *tc;
+	struct bpf_map *map;
+	int err;
+
+	tc = calloc(1, sizeof(*tc));
+	if (!tc)
+		return -ENOMEM;
+	snprintf(tc->pin_dir, sizeof(tc->pin_dir), "%s", cfg->pin_dir);
+	tc->raw4 = tc->raw6 = -1;
+	tc->idle_ns = (uint64_t)cfg->tc_idle_timeout_s * 1000000000ULL;
+	tc->skel = tc_bpf__open();
+	if (!tc->skel) {
+		err = -errno;
+		pr_err("tc engine: failed to open the BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_tuples, 4 * cfg->tc_max_flows);
+	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_flows, cfg->tc_max_flows);
+	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_stats, cfg->tc_max_flows);
+	err = tc_bpf__load(tc->skel);
+	if (err) {
+		pr_err("tc engine: the kernel refused the TC programs: %s (rerun with -v 2 for the verifier log)",
+		       strerror(-err));
+		goto fail;
+	}
+	tc->tuples_fd = bpf_map__fd(tc->skel->maps.mmp_tc_tuples);
+	tc->flows_fd = bpf_map__fd(tc->skel->maps.mmp_tc_flows);
+	tc->stats_fd = bpf_map__fd(tc->skel->maps.mmp_tc_stats);
+
+	tc->ifindex[0] = if_nametoindex("lo");
+	tc->nifaces = 1;
+	for (int i = 0; i < cfg->n_ifaces && tc->nifaces < MAX_IFACES; i++) {
+		int idx = if_nametoindex(cfg->ifaces[i]);
+
+		if (!idx) {
+			err = -ENODEV;
+			pr_err("tc engine: no interface named %s (check --iface)", cfg->ifaces[i]);
+			goto fail;
+		}
+		tc->ifindex[tc->nifaces++] = idx;
+	}
+	/* lo egress sees both connections when the load balancer is local; interfaces see a remote one. */
+	err = attach_hook(tc, 0, BPF_TC_EGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_egress));
+	for (int i = 1; !err && i < tc->nifaces; i++) {
+		err = attach_hook(tc, i, BPF_TC_INGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_ingress));
+		if (!err)
+			err = attach_hook(tc, i, BPF_TC_EGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_egress));
+	}
+	if (err)
+		goto fail;
+	bpf_object__for_each_map(map, tc->skel->obj) {
+		/* .rodata/.bss and the per-CPU packet scratch are internal. */
+		if (bpf_map__type(map) == BPF_MAP_TYPE_ARRAY || !strcmp(bpf_map__name(map), "mmp_tc_scratch"))
+			continue;
+		err = mmp_pin_map(tc->pin_dir, map);
+		if (err)
+			goto fail;
+	}
+	tc->raw4 = open_raw(AF_INET);
+	tc->raw6 = open_raw(AF_INET6);
+	if (tc->raw4 < 0) {
+		err = tc->raw4;
+		pr_err("tc engine: failed to open a raw socket for window updates: %s (needs CAP_NET_RAW)",
+		       strerror(-err));
+		goto fail;
+	}
+	*out = tc;
+	return 0;
+fail:
+	mmp_tc_close(tc, false);
+	return err;
+}
+
+int mmp_tc_flow_count(struct mmp_tc *tc)
+{
+	uint64_t key, *prev = NULL;
+	int n = 0;
+
+	while (bpf_map_get_next_key(tc->flows_fd, prev, &key) == 0) {
+		prev = &key;
+		n++;
+	}
+	return n;
+}
+
+void mmp_tc_close(struct mmp_tc *tc, bool keep)
+{
+	if (!tc)
+		return;
+	/* Flows that already ended (FIN both ways, RST) need no successor. */
+	if (tc->skel && tc->flows_fd > 0)
+		gc(tc, 0);
+	if (keep && tc->skel && mmp_tc_flow_count(tc) > 0) {
+		/* Spliced flows live in the kernel: leave the filters and pins for the next instance. */
+		pr_info("tc engine: %d spliced flows keep running; filters and pins stay in %s (mmproxy-bpf cleanup removes them)",
+			mmp_tc_flow_count(tc), tc->pin_dir);
+	} else {
+		if (tc->skel && tc->nifaces > 0) {
+			detach_hook(tc, 0, BPF_TC_EGRESS);
+			for (int i = 1; i < tc->nifaces; i++) {
+				detach_hook(tc, i, BPF_TC_INGRESS);
+				detach_hook(tc, i, BPF_TC_EGRESS);
+			}
+		}
+		for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++)
+			mmp_unpin(tc->pin_dir, pinned_maps[i]);
+	}
+	if (tc->raw4 >= 0)
+		close(tc->raw4);
+	if (tc->raw6 >= 0)
+		close(tc->raw6);
+	tc_bpf__destroy(tc->skel);
+	free(tc);
+}
+
+int mmp_tc_conn2_mss(int client_fd)
+{
+	int mss = 0;
+	socklen_t len = sizeof(mss);
+
+	/* conn1's MSS: the upstream's segments must fit the load balancer's path. */
+	if (getsockopt(client_fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len))
+		return 0;
+	/* TCP_MAXSEG takes at most 32767; above that (loopback) both paths carry 64 KiB anyway. */
+	return mss > 0 && mss <= 32767 ? mss : 0;
+}
+
+/* ---- the hand-off ---- */
+
+static int tcp_info_of(int fd, struct tcp_info *ti)
+{
+	socklen_t len = sizeof(*ti);
+
+	memset(ti, 0, sizeof(*ti));
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) ? -errno : 0;
+}
+
+static int addr_of(int fd, bool peer, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+	int ret = peer ? getpeername(fd, (struct sockaddr *)ss, &len) : getsockname(fd, (struct sockaddr *)ss, &len);
+
+	if (ret)
+		return -errno;
+	mmp_unmap_v4(ss); /* the wire carries IPv4 for ::ffff:a.b.c.d */
+	return 0;
+}
+
+static void make_tuple(struct mmp_tc_tuple *t, const struct sockaddr_storage *src, const struct sockaddr_storage *dst)
+{
+	memset(t, 0, sizeof(*t));
+	if (src->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)src, *d = (const void *)dst;
+
+		t->family = 4;
+		t->sport = s->sin_port;
+		t->dport = d->sin_port;
+		memcpy(t->saddr, &s->sin_addr, 4);
+		memcpy(t->daddr, &d->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *s = (const void *)src, *d = (const void *)dst;
+
+		t->family = 6;
+		t->sport = s->sin6_port;
+		t->dport = d->sin6_port;
+		memcpy(t->saddr, &s->sin6_addr, 16);
+		memcpy(t->daddr, &d->sin6_addr, 16);
+	}
+}
+
+static void reverse_tuple(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t)
+{
+	*r = *t;
+	r->sport = t->dport;
+	r->dport = t->sport;
+	memcpy(r->saddr, t->daddr, 16);
+	memcpy(r->daddr, t->saddr, 16);
+}
+
+/* The four 4-tuples of a flow: [role] as in enum mmp_tc_role. */
+struct flow_tuples {
+	struct mmp_tc_tuple t[4];
+};
+
+static int flow_tuples(struct mmp_conn *c, struct flow_tuples *ft)
+{
+	struct sockaddr_storage l, p, cl, u;
+	int err;
+
+	err = addr_of(c->client.fd, true, &l);
+	if (!err)
+		err = addr_of(c->client.fd, false, &p);
+	if (!err)
+		err = addr_of(c->upstream.fd, false, &cl);
+	if (!err)
+		err = addr_of(c->upstream.fd, true, &u);
+	if (err)
+		return err;
+	if (l.ss_family != cl.ss_family)
+		return -EAFNOSUPPORT;
+	make_tuple(&ft->t[MMP_TC_ROLE_UP], &l, &p);
+	make_tuple(&ft->t[MMP_TC_ROLE_DOWN], &u, &cl);
+	make_tuple(&ft->t[MMP_TC_ROLE_HOLD_CONN1], &p, &l);
+	make_tuple(&ft->t[MMP_TC_ROLE_HOLD_CONN2], &cl, &u);
+	return 0;
+}
+
+#define TCP_STATE_ESTABLISHED 1 /* include/net/tcp_states.h */
+#define OPT_MATCH (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_ECN | TCPI_OPT_WSCALE)
+
+/* NULL when the pair can be spliced at the packet level, else why not. */
+static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_cfg_mark)
+{
+	struct tcp_info a, b;
+	bool local_lb;
+	struct sockaddr_storage l;
+
+	if (tcp_info_of(c->client.fd, &a) || tcp_info_of(c->upstream.fd, &b))
+		return "TCP_INFO failed";
+	if (a.tcpi_state != TCP_STATE_ESTABLISHED || b.tcpi_state != TCP_STATE_ESTABLISHED)
+		return "a connection is not established (half-closed already)";
+	if ((a.tcpi_options & OPT_MATCH) != (b.tcpi_options & OPT_MATCH))
+		return "the two connections negotiated different options (timestamps, SACK, ECN or window scaling)";
+	if ((b.tcpi_options & TCPI_OPT_WSCALE) && b.tcpi_rcv_wscale < a.tcpi_snd_wscale)
+		return "the upstream connection's window scale is below the load balancer's";
+	if (w_cfg_mark)
+		return "SO_MARK (-m) is set: marks and netfilter do not apply to packet-level splicing";
+	if (addr_of(c->client.fd, true, &l))
+		return "getpeername failed";
+	/* A remote load balancer needs the interface hooks (--iface). */
+	local_lb = mmp_is_local_addr(&l);
+	if (!local_lb && tc->nifaces < 2)
+		return "the load balancer is not on this host and no --iface carries its traffic";
+	return NULL;
+}
+
+static int sock_cookie(int fd, uint64_t *cookie)
+{
+	socklen_t len = sizeof(*cookie);
+
+	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &len) ? -errno : 0;
+}
+
+static void delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tuples *ft)
+{
+	for (int i = 0; i < 4; i++)
+		bpf_map_delete_elem(tc->tuples_fd, &ft->t[i]);
+	bpf_map_delete_elem(tc->flows_fd, &flow);
+	bpf_map_delete_elem(tc->stats_fd, &flow);
+}
+
+static const char *client_name(struct mmp_conn *c, char *buf)
+{
+	return mmp_fmt_addr((const void *)(c->src_addr.ss_family ? &c->src_addr : &c->lb_addr), buf);
+}
+
+void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c)
+{
+	struct mmp_tc *tc = w->tc;
+	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_HOLD };
+	struct mmp_tc_stats st = { 0 };
+	struct flow_tuples ft;
+	char a[MMP_ADDRSTRLEN];
+	const char *why;
+
+	if (!tc || c->state != CONN_SPLICING)
+		return;
+	why = ineligible(tc, c, w->cfg->mark);
+	if (!why && flow_tuples(c, &ft))
+		why = "the two connections are of different IP families";
+	if (!why && sock_cookie(c->client.fd, &c->tc_flow))
+		why = "SO_COOKIE failed";
+	if (why) {
+		atomic_fetch_add(&w->counters->tc_ineligible, 1);
+		pr_debug("tc engine: client %s stays on splice: %s", client_name(c, a), why);
+		return;
+	}
+	if (bpf_map_update_elem(tc->stats_fd, &c->tc_flow, &st, BPF_NOEXIST) ||
+	    bpf_map_update_elem(tc->flows_fd, &c->tc_flow, &flow, BPF_NOEXIST))
+		goto full;
+	for (int i = 0; i < 4; i++) {
+		struct mmp_tc_tuple_val tv = { .flow = c->tc_flow, .role = i };
+
+		if (bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST))
+			goto full;
+	}
+	c->tc_holding = true;
+	c->tc_quiet = 0;
+	c->tc_start_ns = now_ns();
+	c->tc_deadline_ms = mmp_now_ms() + HOLD_TIMEOUT_MS;
+	mmp_worker_poll_add(w, c);
+	return;
+full:
+	/* Never evict a live flow: a full map only means this one stays on splice. */
+	pr_conn("tc engine: flow maps full or entry exists (%s); client %s stays on splice (raise --tc-max-flows)",
+		strerror(errno), client_name(c, a));
+	delete_flow(tc, c->tc_flow, &ft);
+}
+
+void mmp_tc_abort(struct mmp_worker *w, struct mmp_conn *c, const char *why)
+{
+	struct flow_tuples ft;
+	char a[MMP_ADDRSTRLEN];
+	struct mmp_tc_flow flow;
+
+	if (!c->tc_holding)
+		return;
+	c->tc_holding = false;
+	/* The proxy's sockets advertised a zero window: the splice engine's next ACKs reopen it. */
+	if (flow_tuples(c, &ft) == 0)
+		delete_flow(w->tc, c->tc_flow, &ft);
+	else if (bpf_map_lookup_elem(w->tc->flows_fd, &c->tc_flow, &flow) == 0)
+		bpf_map_delete_elem(w->tc->flows_fd, &c->tc_flow);
+	atomic_fetch_add(&w->counters->tc_aborted, 1);
+	pr_debug("tc engine: hand-off of client %s aborted (%s): staying on splice", client_name(c, a), why);
+}
+
+static int queue_bytes(int fd, unsigned long req)
+{
+	int n = 0;
+
+	return ioctl(fd, req, &n) ? -1 : n;
+}
+
+/* Nothing queued anywhere: both sockets' receive and send queues, and our pipes. */
+static bool quiet(struct mmp_conn *c)
+{
+	return c->dir[0].in_pipe == 0 && c->dir[1].in_pipe == 0 && queue_bytes(c->client.fd, SIOCINQ) == 0 &&
+	       queue_bytes(c->client.fd, SIOCOUTQ) == 0 && queue_bytes(c->upstream.fd, SIOCINQ) == 0 &&
+	       queue_bytes(c->upstream.fd, SIOCOUTQ) == 0;
+}
+
+struct frozen {
+	uint32_t rcv_nxt, write_seq, tsval;
+	struct tcp_repair_window win;
+	struct tcp_info ti;
+};
+
+static int set_repair(int fd, int on)
+{
+	return setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)) ? -errno : 0;
+}
+
+static int read_frozen(int fd, struct frozen *f)
+{
+	int q = TCP_RECV_QUEUE;
+	socklen_t len = sizeof(uint32_t);
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
+	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->rcv_nxt, &len))
+		return -errno;
+	q = TCP_SEND_QUEUE;
+	len = sizeof(uint32_t);
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
+	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->write_seq, &len))
+		return -errno;
+	len = sizeof(uint32_t);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &f->tsval, &len))
+		return -errno;
+	len = sizeof(f->win);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_REPAIR_WINDOW, &f->win, &len))
+		return -errno;
+	return tcp_info_of(fd, &f->ti);
+}
+
+static uint8_t wscale(const struct tcp_info *ti, bool snd)
+{
+	if (!(ti->tcpi_options & TCPI_OPT_WSCALE))
+		return 0;
+	return snd ? ti->tcpi_snd_wscale : ti->tcpi_rcv_wscale;
+}
+
+/* Both directions' translation from the frozen state (1 = conn1 L<->P, 2 = conn2 C<->U). */
+static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, const struct frozen *f1,
+		       const struct frozen *f2)
+{
+	bool ts = f1->ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+	bool sack = f1->ti.tcpi_options & TCPI_OPT_SACK;
+
+	memset(flow, 0, sizeof(*flow));
+	flow->mode = MMP_TC_MODE_SPLICE;
+	/* L->P becomes C->U: L's bytes continue conn2's stream; L's acks cover U's bytes. */
+	flow->up.out = ft->t[MMP_TC_ROLE_HOLD_CONN2];
+	flow->up.seq_delta = f2->write_seq - f1->rcv_nxt;
+	flow->up.ack_delta = f2->rcv_nxt - f1->write_seq;
+	flow->up.ts_base = f2->tsval + TS_MARGIN;
+	flow->up.wscale_in = wscale(&f1->ti, true);
+	flow->up.wscale_out = wscale(&f2->ti, false);
+	/* U->C becomes P->L. */
+	flow->down.out = ft->t[MMP_TC_ROLE_HOLD_CONN1];
+	flow->down.seq_delta = f1->write_seq - f2->rcv_nxt;
+	flow->down.ack_delta = f1->rcv_nxt - f2->write_seq;
+	flow->down.ts_base = f1->tsval + TS_MARGIN;
+	flow->down.wscale_in = wscale(&f2->ti, true);
+	flow->down.wscale_out = wscale(&f1->ti, false);
+	flow->up.timestamps = flow->down.timestamps = ts;
+	flow->up.sack = flow->down.sack = sack;
+}
+
+/*
+ * The peers sat on a zero window: tell each the real window of the far end,
+ * in its own scale, with an in-window pure ACK. Client first.
+ */
+static void send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flow, const struct frozen *f1,
+				const struct frozen *f2)
+{
+	struct mmp_tc_ack to_lb = {
+		.tuple = flow->down.out,
+		.seq = f1->write_seq,
+		.ack = f1->rcv_nxt,
+		.window = f2->win.snd_wnd >> wscale(&f1->ti, false),
+		.timestamps = flow->down.timestamps,
+		.tsval = flow->down.ts_base,
+	};
+	struct mmp_tc_ack to_up = {
+		.tuple = flow->up.out,
+		.seq = f2->write_seq,
+		.ack = f2->rcv_nxt,
+		.window = f1->win.snd_wnd >> wscale(&f2->ti, false),
+		.timestamps = flow->up.timestamps,
+		.tsval = flow->up.ts_base,
+	};
+	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
+	int err;
+
+	err = mmp_tc_send_ack(fd, &to_lb);
+	if (!err)
+		err = mmp_tc_send_ack(fd, &to_up);
+	if (err)
+		pr_conn("tc engine: failed to send a window update: %s (the peers recover by window probes)",
+			strerror(-err));
+}
+
+/* Freeze both sockets, switch the flow to SPLICE, close the sockets silently. */
+static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
+{
+	struct mmp_tc *tc = w->tc;
+	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_FREEZE };
+	struct mmp_tc_stats st = { 0 };
+	struct flow_tuples ft;
+	struct frozen f1, f2;
+	char a[MMP_ADDRSTRLEN];
+	uint64_t took_us;
+
+	if (flow_tuples(c, &ft)) {
+		mmp_tc_abort(w, c, "getsockname failed");
+		return;
+	}
+	if (bpf_map_update_elem(tc->flows_fd, &c->tc_flow, &flow, BPF_EXIST)) {
+		mmp_tc_abort(w, c, "flow entry vanished");
+		return;
+	}
+	if (set_repair(c->client.fd, 1) || set_repair(c->upstream.fd, 1) || read_frozen(c->client.fd, &f1) ||
+	    read_frozen(c->upstream.fd, &f2) || !quiet(c)) {
+		/* Rare: back to the live sockets; leaving repair mode sends a window probe. */
+		set_repair(c->client.fd, 0);
+		set_repair(c->upstream.fd, 0);
+		mmp_tc_abort(w, c, "freezing failed or data arrived while freezing");
+		return;
+	}
+	build_flow(&flow, &ft, &f1, &f2);
+	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
+	st.last_seen_ns = now_ns();
+	bpf_map_update_elem(tc->stats_fd, &c->tc_flow, &st, BPF_EXIST);
+	if (bpf_map_update_elem(tc->flows_fd, &c->tc_flow, &flow, BPF_EXIST)) {
+		set_repair(c->client.fd, 0);
+		set_repair(c->upstream.fd, 0);
+		mmp_tc_abort(w, c, "switching the flow failed");
+		return;
+	}
+	/* The proxy's own tuples are gone with its sockets; the window updates reuse them. */
+	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN1]);
+	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN2]);
+	c->tc_holding = false;
+	took_us = (now_ns() - c->tc_start_ns) / 1000;
+	atomic_fetch_add(&w->counters->tc_flows, 1);
+	pr_debug("tc engine: client %s spliced in the kernel after %llu us (seq +%u/+%u, wscale %u>%u %u>%u)",
+		 client_name(c, a), (unsigned long long)took_us, flow.up.seq_delta, flow.down.seq_delta,
+		 flow.up.wscale_in, flow.up.wscale_out, flow.down.wscale_in, flow.down.wscale_out);
+	/* Closing in repair mode sends nothing: no FIN, no RST. */
+	mmp_conn_close(w, c, false, false);
+	send_window_updates(tc, &flow, &f1, &f2);
+}
+
+void mmp_tc_check(struct mmp_worker *w, struct mmp_conn *c)
+{
+	if (!c->tc_holding || c->state != CONN_SPLICING)
+		return;
+	if (c->dir[0].src_eof || c->dir[1].src_eof) {
+		mmp_tc_abort(w, c, "a FIN arrived during the hand-off");
+		return;
+	}
+	if (!quiet(c)) {
+		c->tc_quiet = 0;
+		if (mmp_now_ms() > c->tc_deadline_ms)
+			mmp_tc_abort(w, c, "the flow did not quiet down in time");
+		else
+			mmp_worker_poll_add(w, c);
+		return;
+	}
+	/* Twice in a row: a segment in flight at the first look has landed by the second. */
+	if (++c->tc_quiet < 2) {
+		mmp_worker_poll_add(w, c);
+		return;
+	}
+	switch_over(w, c);
+}
+
+int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream)
+{
+	struct sockaddr_storage c, u;
+	struct mmp_tc_tuple down;
+	struct mmp_tc_tuple_val tv;
+	struct mmp_tc_stats st;
+	struct mmp_tc_flow flow;
+
+	memcpy(&c, client, mmp_sockaddr_len(client));
+	memcpy(&u, upstream, mmp_sockaddr_len(upstream));
+	mmp_unmap_v4(&c);
+	mmp_unmap_v4(&u);
+	if (c.ss_family != u.ss_family)
+		return 0;
+	make_tuple(&down, &u, &c);
+	if (bpf_map_lookup_elem(tc->tuples_fd, &down, &tv) || tv.role != MMP_TC_ROLE_DOWN)
+		return 0;
+	if (bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) || bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow))
+		return 0;
+	/* A live spliced flow holds this ip:port, as a live socket would. */
+	if (!st.rst && !(st.fin[0] && st.fin[1]))
+		return -EADDRINUSE;
+	{
+		struct flow_tuples ft;
+
+		reverse_tuple(&ft.t[MMP_TC_ROLE_UP], &flow.down.out);
+		reverse_tuple(&ft.t[MMP_TC_ROLE_DOWN], &flow.up.out);
+		ft.t[MMP_TC_ROLE_HOLD_CONN1] = flow.down.out;
+		ft.t[MMP_TC_ROLE_HOLD_CONN2] = flow.up.out;
+		delete_flow(tc, tv.flow, &ft);
+	}
+	return 0;
+}
+
+/* ---- garbage collection ---- */
+
+static void gc(struct mmp_tc *tc, uint64_t linger_ns)
+{
+	uint64_t key, next, now = now_ns();
+	bool have = bpf_map_get_next_key(tc->stats_fd, NULL, &next) == 0;
+
+	while (have) {
+		struct mmp_tc_stats st;
+		struct mmp_tc_flow flow;
+		bool done;
+
+		key = next;
+		have = bpf_map_get_next_key(tc->stats_fd, &key, &next) == 0;
+		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st) || bpf_map_lookup_elem(tc->flows_fd, &key, &flow))
+			continue;
+		if (flow.mode != MMP_TC_MODE_SPLICE)
+			continue; /* a hand-off in progress belongs to its worker */
+		done = (st.rst || (st.fin[0] && st.fin[1])) && st.last_seen_ns && now - st.last_seen_ns >= linger_ns;
+		/* Idle: no packet at all (keepalives count) for the idle timeout. */
+		if (!done && tc->idle_ns && st.last_seen_ns && now - st.last_seen_ns > tc->idle_ns)
+			done = true;
+		if (done) {
+			struct flow_tuples ft;
+
+			reverse_tuple(&ft.t[MMP_TC_ROLE_UP], &flow.down.out);
+			reverse_tuple(&ft.t[MMP_TC_ROLE_DOWN], &flow.up.out);
+			ft.t[MMP_TC_ROLE_HOLD_CONN1] = flow.down.out;
+			ft.t[MMP_TC_ROLE_HOLD_CONN2] = flow.up.out;
+			delete_flow(tc, key, &ft);
+		}
+	}
+}
+
+void mmp_tc_gc(struct mmp_tc *tc)
+{
+	gc(tc, CLOSED_LINGER_NS);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Hand-built TCP segments for the tc engine: the post-switch window updates. */
+#ifndef MMP_TC_PACKET_H
+#define MMP_TC_PACKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "mmp_tc.h"
+
+struct mmp_tc_ack {
+	struct mmp_tc_tuple tuple; /* source and destination */
+	uint32_t seq, ack;
+	uint32_t window; /* already scaled for the receiver; clamped to 65535 */
+	bool timestamps;
+	uint32_t tsval; /* TSecr is 0: we have no echo to give */
+};
+
+/*
+ * Build an IPv4 or IPv6 + TCP pure ACK into buf (at least 80 bytes).
+ * Returns its length. Pure function: the tests check it byte by byte.
+ */
+size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf);
+
+/* Build and send through a raw IPPROTO_RAW socket of the right family. Returns 0 or -errno. */
+int mmp_tc_send_ack(int raw_fd, const struct mmp_tc_ack *a);
+
+/* Ones' complement checksum helpers (RFC 1071), exposed for tests. */
+uint32_t mmp_csum_partial(const void *buf, size_t len, uint32_t sum);
+uint16_t mmp_csum_fold(uint32_t sum);
+
+#endif
