@@ -72,7 +72,7 @@ test:
 	@scripts/as-root.sh $(MAKE) --no-print-directory test-root
 
 # The integration suite runs once per engine: the same tests, parametrised.
-TEST_ENGINES ?= splice sockmap
+TEST_ENGINES ?= splice sockmap tc
 
 test-root: deps all
 	@$(MAKE) --no-print-directory unit-tests

@@ -177,7 +177,6 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		p->l4_off = ETH_HLEN + ip->ihl * 4;
 		__builtin_memcpy(p->tuple.saddr, &ip->saddr, 4);
 		__builtin_memcpy(p->tuple.daddr, &ip->daddr, 4);
-		p->payload = bpf_ntohs(ip->tot_len) - ip->ihl * 4;
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
 
@@ -188,7 +187,6 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		p->l4_off = ETH_HLEN + sizeof(*ip6);
 		__builtin_memcpy(p->tuple.saddr, &ip6->saddr, 16);
 		__builtin_memcpy(p->tuple.daddr, &ip6->daddr, 16);
-		p->payload = bpf_ntohs(ip6->payload_len);
 	} else {
 		return -1;
 	}
@@ -201,9 +199,10 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	if (doff < 5 || doff > 15)
 		return -1;
 	p->tcp_len = doff * 4;
-	if (p->payload < p->tcp_len)
+	/* From skb->len, not tot_len: BIG TCP GSO packets on lo carry tot_len 0. */
+	if (skb->len < p->l4_off + p->tcp_len)
 		return -1;
-	p->payload -= p->tcp_len;
+	p->payload = skb->len - p->l4_off - p->tcp_len;
 	return 0;
 }
 

@@ -61,6 +61,7 @@ void mmp_usage(FILE *out)
 		"       mmproxy-bpf setup-routing [--table N]    add the ip rules/routes (idempotent)\n"
 		"       mmproxy-bpf cleanup-routing [--table N]  remove them (idempotent)\n"
 		"       mmproxy-bpf stats [--pin-dir DIR]        counters and flows from the pinned maps\n"
+		"       mmproxy-bpf cleanup [--pin-dir DIR]      remove filters and pins left by a stopped instance\n"
 		"       mmproxy-bpf version\n"
 		"\n"
 		"Options (go-mmproxy compatible; single-dash long forms such as -listeners work too):\n"
@@ -149,6 +150,7 @@ static int parse_command(const char *word, enum mmp_command *cmd)
 		{ "setup-routing", MMP_CMD_SETUP_ROUTING },
 		{ "cleanup-routing", MMP_CMD_CLEANUP_ROUTING },
 		{ "stats", MMP_CMD_STATS },
+		{ "cleanup", MMP_CMD_CLEANUP },
 		{ "version", MMP_CMD_VERSION },
 		{ "help", MMP_CMD_HELP },
 	};
@@ -159,7 +161,7 @@ static int parse_command(const char *word, enum mmp_command *cmd)
 			return 0;
 		}
 	}
-	fprintf(stderr, "mmproxy-bpf: unknown command '%s' (commands: run, check, stats, setup-routing, cleanup-routing, version)\n",
+	fprintf(stderr, "mmproxy-bpf: unknown command '%s' (commands: run, check, stats, cleanup, setup-routing, cleanup-routing, version)\n",
 		word);
 	return -EINVAL;
 }

@@ -71,6 +71,7 @@ struct mmp_conn {
 	bool tc_holding;
 	uint8_t tc_quiet; /* consecutive quiet checks */
 	uint64_t tc_flow; /* flow id: conn1's socket cookie */
+	int tc_oif; /* interface toward a remote load balancer; 0: it is on this host (lo) */
 	uint64_t tc_deadline_ms;
 	uint64_t tc_start_ns;
 	union {

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include "check.h"
+#include "cleanup.h"
 #include "config.h"
 #include "log.h"
 #include "policy.h"
@@ -160,6 +161,8 @@ int main(int argc, char **argv)
 		return 0;
 	case MMP_CMD_CHECK:
 		return mmp_check_command(&cfg);
+	case MMP_CMD_CLEANUP:
+		return mmp_cleanup_command(cfg.pin_dir);
 	case MMP_CMD_STATS:
 		return mmp_stats_command(cfg.pin_dir);
 	case MMP_CMD_SETUP_ROUTING:

@@ -4,6 +4,7 @@
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "log.h"
+#include "netlink.h"
 #include "mmp_tc.h"
 #include "pins.h"
 #include "sockaddr.h"
@@ -44,6 +46,7 @@ struct mmp_tc {
 	bool created_hook[MAX_IFACES][2]; /* we created the clsact: [ingress, egress] */
 	int nifaces;
 	int raw4, raw6; /* window updates */
+	bool adopting; /* reusing a previous instance's pinned maps */
 	uint64_t idle_ns;
 };
 
@@ -114,6 +117,72 @@ static int open_raw(int family)
 	return fd;
 }
 
+/* Default --iface: every interface that is up, but lo (hooked anyway). */
+static void add_up_interfaces(struct mmp_tc *tc)
+{
+	struct if_nameindex *ifs = if_nameindex(), *i;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	for (i = ifs; i && i->if_index && tc->nifaces < MAX_IFACES; i++) {
+		struct ifreq ifr = { 0 };
+
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->if_name);
+		if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) || !(ifr.ifr_flags & IFF_UP) ||
+		    (ifr.ifr_flags & IFF_LOOPBACK))
+			continue;
+		tc->ifindex[tc->nifaces++] = i->if_index;
+	}
+	if (fd >= 0)
+		close(fd);
+	if_freenameindex(ifs);
+}
+
+static bool is_internal_map(const struct bpf_map *map)
+{
+	/* .rodata/.bss and the per-CPU packet scratch are not pinned. */
+	return bpf_map__type(map) == BPF_MAP_TYPE_ARRAY || !strcmp(bpf_map__name(map), "mmp_tc_scratch");
+}
+
+/*
+ * A previous instance left spliced flows running: reuse its pinned maps so
+ * the new programs (attached with REPLACE) see the same flows. A pin with
+ * another layout is refused, never silently reused.
+ */
+static int adopt_pins(struct mmp_tc *tc)
+{
+	struct bpf_map *map;
+
+	bpf_object__for_each_map(map, tc->skel->obj) {
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+		char path[PATH_MAX];
+		int fd, err;
+
+		if (is_internal_map(map))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tc->pin_dir, bpf_map__name(map));
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != bpf_map__type(map) ||
+		    info.key_size != bpf_map__key_size(map) || info.value_size != bpf_map__value_size(map) ||
+		    info.map_flags != bpf_map__map_flags(map)) {
+			close(fd);
+			pr_err("tc engine: %s has another layout (left by another version?); remove it with: mmproxy-bpf cleanup --pin-dir %s",
+			       path, tc->pin_dir);
+			return -EEXIST;
+		}
+		err = bpf_map__reuse_fd(map, fd);
+		close(fd);
+		if (err) {
+			pr_err("tc engine: failed to reuse %s: %s", path, strerror(-err));
+			return err;
+		}
+		tc->adopting = true;
+	}
+	return 0;
+}
+
 int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 {
 	struct mmp_tc *tc;
@@ -135,6 +204,9 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_tuples, 4 * cfg->tc_max_flows);
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_flows, cfg->tc_max_flows);
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_stats, cfg->tc_max_flows);
+	err = adopt_pins(tc);
+	if (err)
+		goto fail;
 	err = tc_bpf__load(tc->skel);
 	if (err) {
 		pr_err("tc engine: the kernel refused the TC programs: %s (rerun with -v 2 for the verifier log)",
@@ -157,6 +229,8 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 		}
 		tc->ifindex[tc->nifaces++] = idx;
 	}
+	if (!cfg->n_ifaces)
+		add_up_interfaces(tc);
 	/* lo egress sees both connections when the load balancer is local; interfaces see a remote one. */
 	err = attach_hook(tc, 0, BPF_TC_EGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_egress));
 	for (int i = 1; !err && i < tc->nifaces; i++) {
@@ -167,13 +241,15 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	if (err)
 		goto fail;
 	bpf_object__for_each_map(map, tc->skel->obj) {
-		/* .rodata/.bss and the per-CPU packet scratch are internal. */
-		if (bpf_map__type(map) == BPF_MAP_TYPE_ARRAY || !strcmp(bpf_map__name(map), "mmp_tc_scratch"))
+		if (is_internal_map(map))
 			continue;
 		err = mmp_pin_map(tc->pin_dir, map);
 		if (err)
 			goto fail;
 	}
+	if (tc->adopting && mmp_tc_flow_count(tc) > 0)
+		pr_info("tc engine: adopted %d spliced flows from the previous instance in %s", mmp_tc_flow_count(tc),
+			tc->pin_dir);
 	tc->raw4 = open_raw(AF_INET);
 	tc->raw6 = open_raw(AF_INET6);
 	if (tc->raw4 < 0) {
@@ -345,10 +421,20 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 		return "SO_MARK (-m) is set: marks and netfilter do not apply to packet-level splicing";
 	if (addr_of(c->client.fd, true, &l))
 		return "getpeername failed";
-	/* A remote load balancer needs the interface hooks (--iface). */
+	/* A remote load balancer needs the hooks on the interface its packets use. */
 	local_lb = mmp_is_local_addr(&l);
-	if (!local_lb && tc->nifaces < 2)
-		return "the load balancer is not on this host and no --iface carries its traffic";
+	c->tc_oif = 0;
+	if (!local_lb) {
+		int oif = mmp_route_oif(&l);
+
+		if (oif <= 0)
+			return "no route back to the load balancer";
+		for (int i = 1; i < tc->nifaces; i++)
+			if (tc->ifindex[i] == oif)
+				c->tc_oif = oif;
+		if (!c->tc_oif)
+			return "the load balancer's interface is not hooked (add it with --iface)";
+	}
 	return NULL;
 }
 
@@ -577,6 +663,12 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 		return;
 	}
 	build_flow(&flow, &ft, &f1, &f2);
+	if (c->tc_oif) {
+		/* Remote load balancer: its packets come in on tc_oif and go into lo; replies go out tc_oif. */
+		flow.up.redirect_ifindex = tc->ifindex[0];
+		flow.up.redirect_ingress = 1;
+		flow.down.redirect_ifindex = c->tc_oif;
+	}
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st.last_seen_ns = now_ns();
 	bpf_map_update_elem(tc->stats_fd, &c->tc_flow, &st, BPF_EXIST);
@@ -656,6 +748,28 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 		delete_flow(tc, tv.flow, &ft);
 	}
 	return 0;
+}
+
+int mmp_tc_detach_everywhere(void)
+{
+	struct if_nameindex *ifs = if_nameindex(), *i;
+	int removed = 0;
+
+	for (i = ifs; i && i->if_index; i++) {
+		for (int dir = 0; dir < 2; dir++) {
+			DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = i->if_index,
+					    .attach_point = dir ? BPF_TC_EGRESS : BPF_TC_INGRESS);
+			DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = MMP_TC_PRIO);
+
+			if (bpf_tc_detach(&hook, &opts) == 0) {
+				printf("removed: tc filter pref %d handle 0x%x on %s %s\n", MMP_TC_PRIO, MMP_TC_HANDLE,
+				       i->if_name, dir ? "egress" : "ingress");
+				removed++;
+			}
+		}
+	}
+	if_freenameindex(ifs);
+	return removed;
 }
 
 /* ---- garbage collection ---- */
