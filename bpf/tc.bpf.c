@@ -485,7 +485,12 @@ static __always_inline int handle(struct __sk_buff *skb)
 			__builtin_memcpy(&p->new, &p->old, TCP_HLEN);
 			return hold(skb, p);
 		}
-		if (flow->mode == MMP_TC_MODE_FREEZE) {
+		/*
+		 * A dropped segment is retransmitted after the switch, but a
+		 * dropped RST is not: let it reach the frozen socket, where
+		 * userspace sees it and forwards the reset.
+		 */
+		if (flow->mode == MMP_TC_MODE_FREEZE && !(p->old.h[13] & TH_RST)) {
 			count(MMP_TC_CNT_FREEZE_DROPS);
 			return TC_ACT_SHOT;
 		}
@@ -493,9 +498,21 @@ static __always_inline int handle(struct __sk_buff *skb)
 	}
 	if (flow->mode != MMP_TC_MODE_SPLICE)
 		return TC_ACT_OK;
-	/* A SYN opens a new connection that reuses the tuple: never ours to rewrite. */
-	if (p->old.h[13] & TH_SYN)
+	/*
+	 * A SYN on a spliced tuple is a new connection reusing a port of a flow
+	 * that ended (RST leaves no TIME_WAIT): the tuple is not ours any more.
+	 * Forget it so the new connection's later segments pass untouched, and
+	 * mark the old flow reset so the collector removes the rest.
+	 */
+	if (p->old.h[13] & TH_SYN) {
+		struct mmp_tc_stats *st = bpf_map_lookup_elem(&mmp_tc_stats, &tv->flow);
+
+		if (st)
+			st->rst = 1;
+		bpf_map_delete_elem(&mmp_tc_tuples, &p->tuple);
+		count(MMP_TC_CNT_TUPLE_REUSED);
 		return TC_ACT_OK;
+	}
 	if (tv->role == MMP_TC_ROLE_UP)
 		return translate(skb, p, tv->flow, 0, &flow->up);
 	if (tv->role == MMP_TC_ROLE_DOWN)

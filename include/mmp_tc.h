@@ -104,6 +104,7 @@ enum mmp_tc_counter {
 	MMP_TC_CNT_REDIRECT_FAILED,
 	MMP_TC_CNT_NOT_TCP_OR_FRAGMENT, /* IPv4 fragments: passed untouched */
 	MMP_TC_CNT_FREEZE_DROPS, /* peer segments dropped while freezing */
+	MMP_TC_CNT_TUPLE_REUSED, /* a SYN reused an ended flow's tuple */
 	MMP_TC_CNT_MAX,
 };
 

@@ -74,6 +74,8 @@ struct mmp_conn {
 	int tc_oif; /* interface toward a remote load balancer; 0: it is on this host (lo) */
 	uint64_t tc_deadline_ms;
 	uint64_t tc_start_ns;
+	uint8_t tc_attempts; /* hand-offs tried */
+	uint64_t tc_retry_ms; /* non-zero: try the hand-off again at this time */
 	union {
 		struct mmp_splice_dir dir[2]; /* 0: client -> upstream, 1: upstream -> client */
 		struct mmp_sockmap_conn sm;

@@ -137,6 +137,7 @@ static void print_tc_counters(int fd)
 		[MMP_TC_CNT_REDIRECT_FAILED] = "rewrite_failures",
 		[MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = "ipv4_fragments_passed",
 		[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
+		[MMP_TC_CNT_TUPLE_REUSED] = "tuples_reused_by_syn",
 	};
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t vals[1024];

@@ -30,8 +30,14 @@
 /* Our filters' handle and priority on every hook: "MM". */
 #define MMP_TC_HANDLE 0x4d4d
 #define MMP_TC_PRIO 0x4d4d
-/* How long a flow may take to quiet down before it stays on splice. */
+/*
+ * How long a flow may take to quiet down (a peer that does not read keeps our
+ * send queue full). It then runs on splice and is tried again later, with
+ * backoff, up to HOLD_ATTEMPTS times.
+ */
 #define HOLD_TIMEOUT_MS 300
+#define HOLD_ATTEMPTS 5
+#define HOLD_RETRY_MS 500
 /* Translated TSvals start this far (ms) above what the receiver last saw. */
 #define TS_MARGIN 100
 /* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
@@ -447,8 +453,13 @@ static int sock_cookie(int fd, uint64_t *cookie)
 
 static void delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tuples *ft)
 {
-	for (int i = 0; i < 4; i++)
-		bpf_map_delete_elem(tc->tuples_fd, &ft->t[i]);
+	for (int i = 0; i < 4; i++) {
+		struct mmp_tc_tuple_val tv;
+
+		/* A newer flow may already own this tuple (port reuse after RST): leave it. */
+		if (bpf_map_lookup_elem(tc->tuples_fd, &ft->t[i], &tv) == 0 && tv.flow == flow)
+			bpf_map_delete_elem(tc->tuples_fd, &ft->t[i]);
+	}
 	bpf_map_delete_elem(tc->flows_fd, &flow);
 	bpf_map_delete_elem(tc->stats_fd, &flow);
 }
@@ -489,6 +500,7 @@ void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c)
 			goto full;
 	}
 	c->tc_holding = true;
+	c->tc_attempts++;
 	c->tc_quiet = 0;
 	c->tc_start_ns = now_ns();
 	c->tc_deadline_ms = mmp_now_ms() + HOLD_TIMEOUT_MS;
@@ -635,6 +647,42 @@ static void send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
 			strerror(-err));
 }
 
+/*
+ * An RST that arrived between the state check and the SPLICE write hit a
+ * frozen socket: nothing will ever translate it. Reset the other peer
+ * ourselves and forget the flow. Returns true when that happened.
+ */
+static bool reset_during_switch(struct mmp_worker *w, struct mmp_conn *c, const struct mmp_tc_flow *flow,
+				const struct frozen *f1, const struct frozen *f2, const struct flow_tuples *ft)
+{
+	struct mmp_tc *tc = w->tc;
+	struct tcp_info a, b;
+	struct mmp_tc_ack rst = { .flags = 0x14 }; /* RST|ACK */
+	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
+
+	if (tcp_info_of(c->client.fd, &a) || tcp_info_of(c->upstream.fd, &b))
+		return false;
+	if (a.tcpi_state == TCP_STATE_ESTABLISHED && b.tcpi_state == TCP_STATE_ESTABLISHED)
+		return false;
+	if (a.tcpi_state != TCP_STATE_ESTABLISHED) {
+		/* The load balancer reset conn1: reset the upstream, from the client. */
+		rst.tuple = flow->up.out;
+		rst.seq = f2->write_seq;
+		rst.ack = f2->rcv_nxt;
+	} else {
+		rst.tuple = flow->down.out;
+		rst.seq = f1->write_seq;
+		rst.ack = f1->rcv_nxt;
+	}
+	mmp_tc_send_ack(fd, &rst);
+	delete_flow(tc, c->tc_flow, ft);
+	c->tc_holding = false;
+	pr_debug("tc engine: a reset arrived during the switch; forwarded it");
+	atomic_fetch_add(&w->counters->resets_forwarded, 1);
+	mmp_conn_close(w, c, false, false);
+	return true;
+}
+
 /* Freeze both sockets, switch the flow to SPLICE, close the sockets silently. */
 static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 {
@@ -654,8 +702,13 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 		mmp_tc_abort(w, c, "flow entry vanished");
 		return;
 	}
+	/*
+	 * A FIN or RST that reached a socket before the freeze leaves it not
+	 * ESTABLISHED: that flow stays on splice, which forwards it.
+	 */
 	if (set_repair(c->client.fd, 1) || set_repair(c->upstream.fd, 1) || read_frozen(c->client.fd, &f1) ||
-	    read_frozen(c->upstream.fd, &f2) || !quiet(c)) {
+	    read_frozen(c->upstream.fd, &f2) || !quiet(c) || f1.ti.tcpi_state != TCP_STATE_ESTABLISHED ||
+	    f2.ti.tcpi_state != TCP_STATE_ESTABLISHED) {
 		/* Rare: back to the live sockets; leaving repair mode sends a window probe. */
 		set_repair(c->client.fd, 0);
 		set_repair(c->upstream.fd, 0);
@@ -681,6 +734,8 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 	/* The proxy's own tuples are gone with its sockets; the window updates reuse them. */
 	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN1]);
 	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN2]);
+	if (reset_during_switch(w, c, &flow, &f1, &f2, &ft))
+		return;
 	c->tc_holding = false;
 	took_us = (now_ns() - c->tc_start_ns) / 1000;
 	atomic_fetch_add(&w->counters->tc_flows, 1);
@@ -690,6 +745,18 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 	/* Closing in repair mode sends nothing: no FIN, no RST. */
 	mmp_conn_close(w, c, false, false);
 	send_window_updates(tc, &flow, &f1, &f2);
+}
+
+void mmp_tc_retry(struct mmp_worker *w, struct mmp_conn *c)
+{
+	if (c->state != CONN_SPLICING || !c->tc_retry_ms)
+		return;
+	if (mmp_now_ms() < c->tc_retry_ms) {
+		mmp_worker_poll_add(w, c);
+		return;
+	}
+	c->tc_retry_ms = 0;
+	mmp_tc_begin(w, c);
 }
 
 void mmp_tc_check(struct mmp_worker *w, struct mmp_conn *c)
@@ -702,10 +769,15 @@ void mmp_tc_check(struct mmp_worker *w, struct mmp_conn *c)
 	}
 	if (!quiet(c)) {
 		c->tc_quiet = 0;
-		if (mmp_now_ms() > c->tc_deadline_ms)
+		if (mmp_now_ms() > c->tc_deadline_ms) {
 			mmp_tc_abort(w, c, "the flow did not quiet down in time");
-		else
+			if (c->tc_attempts < HOLD_ATTEMPTS) {
+				c->tc_retry_ms = mmp_now_ms() + ((uint64_t)HOLD_RETRY_MS << (c->tc_attempts - 1));
+				mmp_worker_poll_add(w, c);
+			}
+		} else {
 			mmp_worker_poll_add(w, c);
+		}
 		return;
 	}
 	/* Twice in a row: a segment in flight at the first look has landed by the second. */

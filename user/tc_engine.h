@@ -35,6 +35,8 @@ int mmp_tc_conn2_mss(int client_fd);
 void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c);
 /* Progress a connection in HOLD (after splice events, and from the poll list). */
 void mmp_tc_check(struct mmp_worker *w, struct mmp_conn *c);
+/* A flow that did not quiet down: try the hand-off again once its backoff passed. */
+void mmp_tc_retry(struct mmp_worker *w, struct mmp_conn *c);
 /* Abort the hand-off: remove the flow's entries; c stays on splice. */
 void mmp_tc_abort(struct mmp_worker *w, struct mmp_conn *c, const char *why);
 

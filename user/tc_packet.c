@@ -74,7 +74,7 @@ size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf)
 	put32(tcp + 4, a->seq);
 	put32(tcp + 8, a->ack);
 	tcp[12] = (uint8_t)((tcp_len / 4) << 4);
-	tcp[13] = 0x10; /* ACK */
+	tcp[13] = a->flags ? a->flags : 0x10; /* ACK */
 	tcp[14] = window >> 8;
 	tcp[15] = (uint8_t)window;
 	if (a->timestamps) {

@@ -12,6 +12,7 @@ struct mmp_tc_ack {
 	struct mmp_tc_tuple tuple; /* source and destination */
 	uint32_t seq, ack;
 	uint32_t window; /* already scaled for the receiver; clamped to 65535 */
+	uint8_t flags; /* TCP flags; 0 means a pure ACK */
 	bool timestamps;
 	uint32_t tsval; /* TSecr is 0: we have no echo to give */
 };

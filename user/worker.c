@@ -126,6 +126,8 @@ static void run_polls(struct mmp_worker *w)
 		c->poll_prev = c->poll_next = NULL;
 		if (c->tc_holding)
 			mmp_tc_check(w, c);
+		else if (c->tc_retry_ms)
+			mmp_tc_retry(w, c);
 		else if (c->state == CONN_SPLICING && c->engine == ENGINE_SOCKMAP)
 			mmp_sockmap_poll(w, c);
 		c = next;
