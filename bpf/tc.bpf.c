@@ -31,6 +31,7 @@
 #define IP_MF 0x2000
 #define IP_OFFSET 0x1FFF
 #define TCP_HLEN 20
+#define NEXTHDR_HOP 0 /* IPv6 hop-by-hop options */
 #define TCP_MAX_OPTS 40
 
 #define TCPOPT_EOL 0
@@ -92,6 +93,7 @@ struct pkt {
 	__u32 l4_off;
 	__u32 tcp_len; /* header incl. options */
 	__u32 payload;
+	__u32 ip_end; /* offset of the end of the IP packet */
 	__u8 family;
 	struct mmp_tc_tuple tuple;
 	struct tcp_hdr_copy old;
@@ -177,16 +179,34 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		p->l4_off = ETH_HLEN + ip->ihl * 4;
 		__builtin_memcpy(p->tuple.saddr, &ip->saddr, 4);
 		__builtin_memcpy(p->tuple.daddr, &ip->daddr, 4);
+		p->ip_end = ETH_HLEN + bpf_ntohs(ip->tot_len);
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		__u8 nexthdr;
 
-		/* Extension headers are not handled: such packets pass untouched. */
-		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_TCP)
+		if ((void *)(ip6 + 1) > data_end)
 			return -1;
 		p->family = 6;
 		p->l4_off = ETH_HLEN + sizeof(*ip6);
+		nexthdr = ip6->nexthdr;
+		/*
+		 * BIG TCP: GSO packets over 64 KiB carry a hop-by-hop jumbo
+		 * header (RFC 2675) before TCP. Other extension headers are
+		 * not handled: such packets pass untouched.
+		 */
+		if (nexthdr == NEXTHDR_HOP) {
+			struct ipv6_opt_hdr *hbh = (void *)(ip6 + 1);
+
+			if ((void *)(hbh + 1) > data_end)
+				return -1;
+			nexthdr = hbh->nexthdr;
+			p->l4_off += (hbh->hdrlen + 1) * 8;
+		}
+		if (nexthdr != IPPROTO_TCP)
+			return -1;
 		__builtin_memcpy(p->tuple.saddr, &ip6->saddr, 16);
 		__builtin_memcpy(p->tuple.daddr, &ip6->daddr, 16);
+		p->ip_end = bpf_ntohs(ip6->payload_len) ? ETH_HLEN + sizeof(*ip6) + bpf_ntohs(ip6->payload_len) : 0;
 	} else {
 		return -1;
 	}
@@ -199,10 +219,16 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	if (doff < 5 || doff > 15)
 		return -1;
 	p->tcp_len = doff * 4;
-	/* From skb->len, not tot_len: BIG TCP GSO packets on lo carry tot_len 0. */
-	if (skb->len < p->l4_off + p->tcp_len)
+	/*
+	 * The IP length, not skb->len: short frames from a NIC still carry their
+	 * Ethernet padding here. BIG TCP GSO packets on lo have a 0 length field:
+	 * then skb->len is right.
+	 */
+	if (p->ip_end <= ETH_HLEN || p->ip_end > skb->len)
+		p->ip_end = skb->len;
+	if (p->ip_end < p->l4_off + p->tcp_len)
 		return -1;
-	p->payload = skb->len - p->l4_off - p->tcp_len;
+	p->payload = p->ip_end - p->l4_off - p->tcp_len;
 	return 0;
 }
 
@@ -346,7 +372,9 @@ static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const st
 			return -1;
 	}
 	/* Addresses are in the pseudo header; a CHECKSUM_PARTIAL skb needs only that part. */
-	if (adiff && bpf_l4_csum_replace(skb, tcp_check_off, 0, adiff, BPF_F_PSEUDO_HDR))
+	/* BPF_F_IPV6: on a CHECKSUM_COMPLETE skb an IPv6 address change cancels out in skb->csum. */
+	if (adiff && bpf_l4_csum_replace(skb, tcp_check_off, 0, adiff,
+					 BPF_F_PSEUDO_HDR | (p->family == 6 ? BPF_F_IPV6 : 0)))
 		return -1;
 	if (ndiff && bpf_l4_csum_replace(skb, tcp_check_off, 0, ndiff, 0))
 		return -1;

@@ -1,0 +1,1630 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cmocka tests for the tc engine's rewrite program (bpf/tc.bpf.c), run through
+ * BPF_PROG_TEST_RUN with hand-built fixture packets.
+ *
+ * Each case loads a fresh skeleton (no attach), fills mmp_tc_tuples,
+ * mmp_tc_flows and mmp_tc_stats the way user/tc_engine.c does, runs one or
+ * more Ethernet + IPv4/IPv6 + TCP packets through mmp_tc_egress (or
+ * mmp_tc_ingress) and compares the output byte by byte with a packet built
+ * independently from the expected field values. Checksums are verified with
+ * this file's own ones' complement code, not the project's.
+ *
+ * test_run hands the program a CHECKSUM_NONE skb, so the checksum helpers must
+ * update the full checksum: a wrong incremental update shows up here.
+ *
+ * Needs root (BPF); skipped otherwise.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "mmp_tc.h"
+#include "tc.skel.h"
+
+#define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
+#define TC_ACT_REDIRECT 7
+
+#define FIN 0x01
+#define SYN 0x02
+#define RST 0x04
+#define PSH 0x08
+#define ACK 0x10
+
+#define ETH_LEN 14
+#define FLOW_ID 0x1122334455667788ULL
+
+/* ---------------------------------------------------------------------------
+ * Fixture topology. L = load balancer, P = proxy listen address,
+ * C = client address spoofed by the proxy, U = upstream.
+ *   conn1 = L <-> P, conn2 = C <-> U
+ * ------------------------------------------------------------------------ */
+
+enum end { E_L, E_P, E_C, E_U };
+
+/* Which 4-tuple a fixture packet carries. The first four are mmp_tc_role. */
+enum tup {
+	T_UP = MMP_TC_ROLE_UP, /* L->P */
+	T_DOWN = MMP_TC_ROLE_DOWN, /* U->C */
+	T_HOLD1 = MMP_TC_ROLE_HOLD_CONN1, /* P->L */
+	T_HOLD2 = MMP_TC_ROLE_HOLD_CONN2, /* C->U */
+	T_OTHER, /* L->P from another source port: not in the map */
+};
+
+static const struct {
+	enum end src, dst;
+} tup_ends[] = {
+	[T_UP] = { E_L, E_P },
+	[T_DOWN] = { E_U, E_C },
+	[T_HOLD1] = { E_P, E_L },
+	[T_HOLD2] = { E_C, E_U },
+	[T_OTHER] = { E_L, E_P },
+};
+
+/* The spec: L->P becomes C->U, U->C becomes P->L. */
+static const enum tup translated_tup[] = {
+	[T_UP] = T_HOLD2,
+	[T_DOWN] = T_HOLD1,
+	[T_HOLD1] = T_HOLD1,
+	[T_HOLD2] = T_HOLD2,
+	[T_OTHER] = T_OTHER,
+};
+
+static const char *const addr4[] = { "10.0.0.1", "10.0.0.2", "192.0.2.7", "10.0.1.9" };
+static const char *const addr6[] = { "2001:db8::1", "2001:db8::2", "2001:db8:1::7", "2001:db8:2::9" };
+static const uint16_t end_port[] = { 40000, 8443, 51000, 8080 };
+
+static const uint8_t mac_dst[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
+static const uint8_t mac_src[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };
+
+static void end_addr(uint8_t family, enum end e, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (family == 4)
+		assert_int_equal(inet_pton(AF_INET, addr4[e], out), 1);
+	else
+		assert_int_equal(inet_pton(AF_INET6, addr6[e], out), 1);
+}
+
+static uint16_t tup_sport(enum tup t)
+{
+	return end_port[tup_ends[t].src] + (t == T_OTHER ? 1 : 0);
+}
+
+static void make_key(uint8_t family, enum tup t, struct mmp_tc_tuple *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = family;
+	k->sport = htons(tup_sport(t));
+	k->dport = htons(end_port[tup_ends[t].dst]);
+	end_addr(family, tup_ends[t].src, k->saddr);
+	end_addr(family, tup_ends[t].dst, k->daddr);
+}
+
+/* ---------------------------------------------------------------------------
+ * Fixture packets
+ * ------------------------------------------------------------------------ */
+
+struct seg {
+	enum tup tup;
+	uint32_t seq, ack;
+	uint8_t flags;
+	uint16_t win;
+	/*
+	 * TCP options, one letter each: N NOP, E EOL, T timestamps (tsval,
+	 * tsecr), S SACK (nsack blocks from sack[]), M MSS, W window scale,
+	 * P SACK-permitted; malformed: X timestamp kind claiming 38 bytes,
+	 * Z / Y SACK kind of length 0 / 1. Padded with EOL to a multiple of 4.
+	 */
+	const char *opts;
+	uint32_t tsval, tsecr;
+	uint8_t nsack;
+	uint32_t sack[8];
+	uint16_t payload;
+	uint8_t ip_opt_words; /* IPv4 options, 4 bytes each */
+	uint16_t frag_off; /* IPv4 flags + fragment offset, host order; 0 = DF */
+	uint16_t csum_err; /* added (ones' complement) to the correct TCP checksum */
+	uint8_t eth_pad; /* zero bytes after the IP packet (short frames padded to 60) */
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * Independent RFC 1071 arithmetic: the high bytes and the low bytes of the
+ * 16-bit words are summed separately in 64 bits and combined at the end.
+ */
+static uint64_t raw_sum(const uint8_t *p, size_t n)
+{
+	uint64_t hi = 0, lo = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (i % 2 == 0)
+			hi += p[i];
+		else
+			lo += p[i];
+	}
+	return hi * 256 + lo;
+}
+
+static uint16_t fold(uint64_t s)
+{
+	while (s > 0xffff)
+		s = (s >> 16) + (s & 0xffff);
+	return (uint16_t)s;
+}
+
+/* Ones' complement a + b on 16 bits. */
+static uint16_t oc_add(uint16_t a, uint16_t b)
+{
+	return fold((uint64_t)a + b);
+}
+
+struct layout {
+	size_t l3, ip_hlen, l4, tcp_hlen, len;
+	uint8_t family;
+};
+
+/* Locate the headers of a packet (ours or the program's output). */
+static bool parse_layout(const uint8_t *b, size_t len, struct layout *lo)
+{
+	uint16_t proto;
+
+	if (len < ETH_LEN)
+		return false;
+	proto = get16(b + 12);
+	lo->l3 = ETH_LEN;
+	if (proto == 0x0800) {
+		lo->family = 4;
+		lo->ip_hlen = (b[ETH_LEN] & 0xf) * 4;
+		if (ETH_LEN + 4 > len)
+			return false;
+		lo->len = ETH_LEN + get16(b + ETH_LEN + 2);
+	} else if (proto == 0x86dd) {
+		lo->family = 6;
+		lo->ip_hlen = 40;
+		if (ETH_LEN + 6 > len)
+			return false;
+		lo->len = ETH_LEN + 40 + get16(b + ETH_LEN + 4);
+	} else {
+		return false;
+	}
+	/* lo->len: where the IP packet ends; anything after it is Ethernet padding. */
+	if (lo->len > len)
+		return false;
+	lo->l4 = lo->l3 + lo->ip_hlen;
+	if (lo->l4 + 20 > len)
+		return false;
+	lo->tcp_hlen = (b[lo->l4 + 12] >> 4) * 4;
+	return lo->l4 + lo->tcp_hlen <= len;
+}
+
+/* The folded sum over the IPv4 header: 0xffff when its checksum verifies. */
+static uint16_t ip_residual(const uint8_t *b, const struct layout *lo)
+{
+	return fold(raw_sum(b + lo->l3, lo->ip_hlen));
+}
+
+/* The folded sum over pseudo header + segment: 0xffff when the TCP checksum verifies. */
+static uint16_t tcp_residual(const uint8_t *b, const struct layout *lo)
+{
+	size_t seg_len = lo->len - lo->l4;
+	uint64_t s;
+
+	if (lo->family == 4)
+		s = raw_sum(b + lo->l3 + 12, 8);
+	else
+		s = raw_sum(b + lo->l3 + 8, 32);
+	s += 6; /* zero, protocol */
+	s += seg_len; /* TCP length (fits in 16 bits here) */
+	s += raw_sum(b + lo->l4, seg_len);
+	return fold(s);
+}
+
+static size_t build_opts(const struct seg *s, uint8_t *o)
+{
+	size_t n = 0;
+
+	for (const char *c = s->opts; c && *c; c++) {
+		switch (*c) {
+		case 'N':
+			o[n++] = 1;
+			break;
+		case 'E':
+			o[n++] = 0;
+			break;
+		case 'T':
+			o[n++] = 8;
+			o[n++] = 10;
+			put32(o + n, s->tsval);
+			put32(o + n + 4, s->tsecr);
+			n += 8;
+			break;
+		case 'S':
+			o[n++] = 5;
+			o[n++] = (uint8_t)(2 + 8 * s->nsack);
+			for (int i = 0; i < 2 * s->nsack; i++, n += 4)
+				put32(o + n, s->sack[i]);
+			break;
+		case 'M':
+			o[n++] = 2;
+			o[n++] = 4;
+			put16(o + n, 1460);
+			n += 2;
+			break;
+		case 'W':
+			o[n++] = 3;
+			o[n++] = 3;
+			o[n++] = 7;
+			break;
+		case 'P':
+			o[n++] = 4;
+			o[n++] = 2;
+			break;
+		case 'X': /* malformed: a timestamp option claiming 38 bytes */
+			o[n++] = 8;
+			o[n++] = 38;
+			break;
+		case 'Z': /* malformed: a SACK option of length 0 */
+			o[n++] = 5;
+			o[n++] = 0;
+			break;
+		case 'Y': /* malformed: a SACK option of length 1 */
+			o[n++] = 5;
+			o[n++] = 1;
+			break;
+		default:
+			fail_msg("bad option letter '%c'", *c);
+		}
+		assert_true(n <= 40);
+	}
+	while (n % 4)
+		o[n++] = 0;
+	assert_true(n <= 40);
+	return n;
+}
+
+/* Ethernet + IP + TCP + payload, with correct checksums (unless csum_err). */
+static size_t build_pkt(uint8_t family, const struct seg *s, uint8_t *b)
+{
+	uint8_t src[16], dst[16], opts[40];
+	size_t olen = build_opts(s, opts);
+	size_t ip_hlen = family == 4 ? 20 + 4u * s->ip_opt_words : 40;
+	size_t tcp_hlen = 20 + olen;
+	size_t l4 = ETH_LEN + ip_hlen;
+	size_t len = l4 + tcp_hlen + s->payload;
+	struct layout lo;
+	size_t frame_len = len + s->eth_pad;
+	uint16_t c;
+
+	end_addr(family, tup_ends[s->tup].src, src);
+	end_addr(family, tup_ends[s->tup].dst, dst);
+	memset(b, 0, frame_len);
+	memcpy(b, mac_dst, 6);
+	memcpy(b + 6, mac_src, 6);
+	put16(b + 12, family == 4 ? 0x0800 : 0x86dd);
+	if (family == 4) {
+		uint8_t *ip = b + ETH_LEN;
+
+		ip[0] = (uint8_t)(0x40 | ip_hlen / 4);
+		ip[1] = 0;
+		put16(ip + 2, (uint16_t)(len - ETH_LEN));
+		put16(ip + 4, 0x1234);
+		put16(ip + 6, s->frag_off ? s->frag_off : 0x4000);
+		ip[8] = 64;
+		ip[9] = 6;
+		memcpy(ip + 12, src, 4);
+		memcpy(ip + 16, dst, 4);
+		for (int i = 0; i < s->ip_opt_words; i++) {
+			/* NOP, NOP, NOP, EOL */
+			ip[20 + 4 * i] = 1;
+			ip[21 + 4 * i] = 1;
+			ip[22 + 4 * i] = 1;
+			ip[23 + 4 * i] = 0;
+		}
+		put16(ip + 10, (uint16_t)~fold(raw_sum(ip, ip_hlen)));
+	} else {
+		uint8_t *ip = b + ETH_LEN;
+
+		put32(ip, 0x60000000);
+		put16(ip + 4, (uint16_t)(tcp_hlen + s->payload));
+		ip[6] = 6;
+		ip[7] = 64;
+		memcpy(ip + 8, src, 16);
+		memcpy(ip + 24, dst, 16);
+	}
+	put16(b + l4, tup_sport(s->tup));
+	put16(b + l4 + 2, end_port[tup_ends[s->tup].dst]);
+	put32(b + l4 + 4, s->seq);
+	put32(b + l4 + 8, s->ack);
+	b[l4 + 12] = (uint8_t)(tcp_hlen / 4 << 4);
+	b[l4 + 13] = s->flags;
+	put16(b + l4 + 14, s->win);
+	put16(b + l4 + 18, 0);
+	memcpy(b + l4 + 20, opts, olen);
+	for (size_t i = 0; i < s->payload; i++)
+		b[l4 + tcp_hlen + i] = (uint8_t)(i * 7 + 3);
+	assert_true(parse_layout(b, frame_len, &lo));
+	c = (uint16_t)~tcp_residual(b, &lo);
+	if (s->csum_err)
+		c = oc_add(c, s->csum_err);
+	put16(b + l4 + 16, c);
+	if (!s->csum_err)
+		assert_int_equal(tcp_residual(b, &lo), 0xffff);
+	return frame_len;
+}
+
+/* One line per packet: the fields a reader wants when a case fails. */
+static void describe(const char *tag, const uint8_t *b, size_t len)
+{
+	struct layout lo;
+	char line[512];
+	int n;
+
+	if (!parse_layout(b, len, &lo)) {
+		print_error("%s: unparsable (%zu bytes)\n", tag, len);
+		return;
+	}
+	const uint8_t *t = b + lo.l4;
+
+	n = snprintf(line, sizeof(line),
+		     "%s: len %zu v%u sport %u dport %u seq %#x ack %#x flags %#x win %u csum %#06x (tcp res %#06x",
+		     tag, len, lo.family, get16(t), get16(t + 2), get32(t + 4), get32(t + 8), t[13], get16(t + 14),
+		     get16(t + 16), tcp_residual(b, &lo));
+	if (lo.family == 4)
+		n += snprintf(line + n, sizeof(line) - n, ", ip res %#06x", ip_residual(b, &lo));
+	n += snprintf(line + n, sizeof(line) - n, ")");
+	for (size_t i = 20; i < lo.tcp_hlen;) {
+		uint8_t kind = t[i];
+
+		if (kind == 0)
+			break;
+		if (kind == 1) {
+			i++;
+			continue;
+		}
+		if (i + 1 >= lo.tcp_hlen || t[i + 1] < 2)
+			break;
+		if (kind == 8 && t[i + 1] == 10)
+			n += snprintf(line + n, sizeof(line) - n, " TS %#x/%#x", get32(t + i + 2), get32(t + i + 6));
+		if (kind == 5) {
+			n += snprintf(line + n, sizeof(line) - n, " SACK");
+			for (size_t e = i + 2; e + 4 <= i + t[i + 1]; e += 4)
+				n += snprintf(line + n, sizeof(line) - n, " %#x", get32(t + e));
+		}
+		i += t[i + 1];
+	}
+	print_error("%s\n", line);
+}
+
+static void hexdump(const char *tag, const uint8_t *b, size_t len)
+{
+	print_error("%s:", tag);
+	for (size_t i = 0; i < len && i < 128; i++)
+		print_error("%s%02x", i % 16 ? " " : "\n  ", b[i]);
+	print_error("\n");
+}
+
+/* ---------------------------------------------------------------------------
+ * Cases
+ * ------------------------------------------------------------------------ */
+
+enum expect {
+	EXP_END = 0, /* no more steps */
+	EXP_SAME, /* passes byte-identical */
+	EXP_SHOT, /* dropped */
+	EXP_WIN0, /* the input with window 0 (HOLD) */
+	EXP_SEG, /* the input on the translated tuple, with out's seq/ack/win/TS/SACK */
+};
+
+struct step {
+	enum expect expect;
+	int ret; /* TC_ACT_*; 0 = TC_ACT_OK */
+	struct seg in;
+	struct seg out; /* EXP_SEG: seq, ack, win, tsval, tsecr, sack[] */
+	bool mac_zeroed; /* EXP_SEG: Ethernet addresses zeroed (redirect into lo) */
+};
+
+struct dir_cfg {
+	uint32_t seq_delta, ack_delta, ts_base;
+	uint8_t wsin, wsout, ts, sack;
+	uint32_t redirect_ifindex, redirect_ingress;
+};
+
+struct stats_exp {
+	uint64_t packets[2], bytes[2];
+	uint8_t fin[2], rst, ts_learned[2];
+	bool check_deltas;
+	uint32_t tsval_delta[2];
+};
+
+struct rw_case {
+	const char *name;
+	uint8_t family;
+	uint32_t mode; /* 0: tuples only, no flow entry */
+	bool ingress; /* run mmp_tc_ingress instead of mmp_tc_egress */
+	struct dir_cfg up, down;
+	struct step steps[8];
+	bool check_stats;
+	struct stats_exp st;
+	bool check_cnt;
+	uint64_t cnt[MMP_TC_CNT_MAX];
+	bool check_tuples; /* afterwards, exactly the roles in tuples_left remain in mmp_tc_tuples */
+	uint8_t tuples_left;
+};
+
+#define MODE_HOLD MMP_TC_MODE_HOLD
+#define MODE_FREEZE MMP_TC_MODE_FREEZE
+#define MODE_SPLICE MMP_TC_MODE_SPLICE
+
+/* A flow with timestamps and SACK and no translation, for HOLD/FREEZE cases. */
+#define DIR_TS_SACK { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x1000 }
+
+static const struct rw_case cases[] = {
+	/* ---- lookups ---- */
+	{
+		.name = "unknown tuple: unchanged",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 1000, .ack_delta = 2000, .wsin = 7, .wsout = 9, .ts = 1, .sack = 1, .ts_base = 5000 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_OTHER, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 500,
+					    .opts = "NNT", .tsval = 100, .tsecr = 200, .payload = 10 } },
+		},
+		.check_stats = true,
+		.check_cnt = true,
+	},
+	{
+		.name = "known tuple without flow entry: unchanged",
+		.family = 4,
+		.mode = 0,
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 500, .opts = "NNT",
+					    .tsval = 100, .tsecr = 200 } },
+			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 1, .ack = 2, .flags = ACK, .win = 500 } },
+		},
+		.check_cnt = true,
+	},
+	{
+		.name = "IPv4 fragment (MF) in SPLICE: unchanged and counted",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 1000, .ack_delta = 2000, .wsin = 7, .wsout = 7 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 500, .payload = 64,
+					    .frag_off = 0x2000 } },
+		},
+		.check_stats = true,
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = 1 },
+	},
+
+	/* ---- HOLD ---- */
+	{
+		.name = "HOLD: conn1 segment gets window 0",
+		.family = 4,
+		.mode = MODE_HOLD,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_WIN0, .in = { .tup = T_HOLD1, .seq = 0x12345678, .ack = 0x9abcdef0, .flags = ACK | PSH,
+					    .win = 0x01f4, .opts = "NNT", .tsval = 0x01020304, .tsecr = 0x0a0b0c0d,
+					    .payload = 100 } },
+		},
+		.check_stats = true,
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_HELD] = 1 },
+	},
+	{
+		.name = "HOLD: conn2 segment with SACK gets window 0",
+		.family = 4,
+		.mode = MODE_HOLD,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_WIN0, .in = { .tup = T_HOLD2, .seq = 0xfffffff0, .ack = 0x10, .flags = ACK, .win = 0xfff0,
+					    .opts = "NNTNNS", .tsval = 7, .tsecr = 9, .nsack = 1,
+					    .sack = { 0x100, 0x200 } } },
+			/* 0xffff -> 0 leaves the ones' complement sum as it was (-0 == +0). */
+			{ EXP_WIN0, .in = { .tup = T_HOLD2, .seq = 0xfffffff0, .ack = 0x10, .flags = ACK, .win = 0xffff,
+					    .opts = "NNTNNS", .tsval = 7, .tsecr = 9, .nsack = 1,
+					    .sack = { 0x100, 0x200 } } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_HELD] = 2 },
+	},
+	{
+		.name = "HOLD: UP and DOWN segments pass unchanged",
+		.family = 4,
+		.mode = MODE_HOLD,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 100, .ack = 200, .flags = ACK | PSH, .win = 1000,
+					    .opts = "NNT", .tsval = 1, .tsecr = 2, .payload = 50 } },
+			{ EXP_SAME, .in = { .tup = T_DOWN, .seq = 300, .ack = 400, .flags = ACK, .win = 2000,
+					    .opts = "NNTNNS", .tsval = 3, .tsecr = 4, .nsack = 1, .sack = { 1, 2 } } },
+		},
+		.check_stats = true,
+		.check_cnt = true,
+	},
+	{
+		.name = "HOLD: a segment already at window 0 passes unchanged",
+		.family = 4,
+		.mode = MODE_HOLD,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 5, .ack = 6, .flags = ACK, .win = 0 } },
+		},
+		.check_cnt = true,
+	},
+	{
+		.name = "HOLD: a bad TCP checksum stays off by the same amount",
+		.family = 4,
+		.mode = MODE_HOLD,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_WIN0, .in = { .tup = T_HOLD1, .seq = 5, .ack = 6, .flags = ACK, .win = 0x8001,
+					    .payload = 33, .csum_err = 0x1234 } },
+		},
+	},
+
+	/* ---- FREEZE ---- */
+	{
+		.name = "FREEZE: UP/DOWN dropped, an RST passes, HOLD_CONN2 and HOLD_CONN1 window 0",
+		.family = 4,
+		.mode = MODE_FREEZE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK | PSH,
+								.win = 100, .payload = 20 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_DOWN, .seq = 3, .ack = 4, .flags = ACK,
+								.win = 100, .opts = "NNT", .tsval = 5, .tsecr = 6 } },
+			{ EXP_WIN0, .in = { .tup = T_HOLD2, .seq = 7, .ack = 8, .flags = ACK, .win = 4321, .opts = "NNT",
+					    .tsval = 9, .tsecr = 10, .payload = 5 } },
+			{ EXP_WIN0, .in = { .tup = T_HOLD1, .seq = 11, .ack = 12, .flags = ACK | FIN, .win = 1 } },
+			/* A dropped RST is never retransmitted: it reaches the frozen socket untouched. */
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = RST, .win = 0 } },
+			{ EXP_SAME, .in = { .tup = T_DOWN, .seq = 3, .ack = 4, .flags = RST | ACK, .win = 0 } },
+		},
+		.check_stats = true,
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_FREEZE_DROPS] = 2, [MMP_TC_CNT_HELD] = 2 },
+	},
+
+	/* ---- SPLICE, IPv4 ---- */
+	{
+		.name = "SPLICE up: tuple replaced, seq/ack deltas, same window scale",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x01000000, .ack_delta = 0x100, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0xff000000, .ack_delta = 0xffffff00, .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x11111111, .ack = 0x22222222, .flags = ACK | PSH,
+					   .win = 1000, .payload = 200 },
+			  .out = { .seq = 0x12111111, .ack = 0x22222322, .win = 1000 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 0 }, .bytes = { 200, 0 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1 },
+	},
+	{
+		.name = "SPLICE up: seq and ack wrap across 2^32",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x200, .ack_delta = 0xffffff00, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x100, .ack_delta = 0xfffffe00, .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xffffff80, .ack = 0x50, .flags = ACK | PSH, .win = 500,
+					   .payload = 1448 },
+			  .out = { .seq = 0x180, .ack = 0xffffff50, .win = 500 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xffffffff, .ack = 0x100, .flags = ACK, .win = 501 },
+			  .out = { .seq = 0x1ff, .ack = 0, .win = 501 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 0 }, .bytes = { 1448, 0 } },
+	},
+	{
+		.name = "SPLICE down: seq and ack wrap across 2^32",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x1000, .ack_delta = 0xfffff000, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0xfffff000, .ack_delta = 0x1000, .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x800, .ack = 0xfffff800, .flags = ACK | PSH,
+					   .win = 3000, .payload = 77 },
+			  .out = { .seq = 0xfffff800, .ack = 0x800, .win = 3000 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x1000, .ack = 0xfffff000, .flags = ACK, .win = 3000 },
+			  .out = { .seq = 0, .ack = 0, .win = 3000 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 0, 2 }, .bytes = { 0, 77 } },
+	},
+	{
+		.name = "SPLICE window rescale up: in 7, out 10",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 10 },
+		.down = { .wsin = 10, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 1000 },
+			  .out = { .seq = 1, .ack = 2, .win = 125 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 7 },
+			  .out = { .seq = 1, .ack = 2, .win = 0 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 65535 },
+			  .out = { .seq = 1, .ack = 2, .win = 8191 } },
+		},
+	},
+	{
+		.name = "SPLICE window rescale down: in 10, out 7, clamped to 65535",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 10 },
+		.down = { .wsin = 10, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 1000 },
+			  .out = { .seq = 1, .ack = 2, .win = 8000 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 8191 },
+			  .out = { .seq = 1, .ack = 2, .win = 65528 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 8192 },
+			  .out = { .seq = 1, .ack = 2, .win = 65535 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK | FIN, .win = 60000 },
+			  .out = { .seq = 1, .ack = 2, .win = 65535 } },
+		},
+	},
+	{
+		.name = "SPLICE window extreme shifts: 14/14, 0/14, 14/0",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 14, .wsout = 14 },
+		.down = { .wsin = 0, .wsout = 14 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 65535 },
+			  .out = { .seq = 1, .ack = 2, .win = 65535 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 65535 },
+			  .out = { .seq = 1, .ack = 2, .win = 3 } },
+		},
+	},
+	{
+		.name = "SPLICE window shift 14 -> 0 clamps",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 14, .wsout = 0 },
+		.down = { .wsin = 0, .wsout = 0 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 1 },
+			  .out = { .seq = 1, .ack = 2, .win = 16384 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 4 },
+			  .out = { .seq = 1, .ack = 2, .win = 65535 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 12345 },
+			  .out = { .seq = 1, .ack = 2, .win = 12345 } },
+		},
+	},
+	{
+		.name = "SPLICE RST+ACK: seq/ack translated, window untouched, RST recorded",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10 },
+		.down = { .seq_delta = 0xfffffff6, .ack_delta = 0xffffffec, .wsin = 10, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffffa, .ack = 0x1000, .flags = RST | ACK,
+					   .win = 1000 },
+			  .out = { .seq = 4, .ack = 0x1014, .win = 1000 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 0 }, .rst = 1 },
+	},
+	{
+		.name = "SPLICE RST without ACK: ack field untouched",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10 },
+		.down = { .seq_delta = 0x10000, .ack_delta = 0x20000, .wsin = 10, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x5000, .ack = 0x12345678, .flags = RST, .win = 0 },
+			  .out = { .seq = 0x15000, .ack = 0x12345678, .win = 0 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 0, 1 }, .rst = 1 },
+	},
+	{
+		.name = "SPLICE SYN/SYN-ACK untouched, their tuples forgotten, flow marked reset",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10, .ts = 1, .sack = 1, .ts_base = 99 },
+		.down = { .seq_delta = 30, .ack_delta = 40, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 77 },
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 0x1000, .flags = SYN, .win = 64240, .opts = "MPTNW",
+					    .tsval = 12345 } },
+			/* The new connection's next segment: the tuple is no longer in the map. */
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 0x1001, .ack = 0x2001, .flags = ACK, .win = 502,
+					    .opts = "NNT", .tsval = 12346, .tsecr = 555 } },
+			{ EXP_SAME, .in = { .tup = T_DOWN, .seq = 0x2000, .ack = 0x1001, .flags = SYN | ACK,
+					    .win = 65160, .opts = "MPTNW", .tsval = 555, .tsecr = 12345 } },
+			{ EXP_SAME, .in = { .tup = T_DOWN, .seq = 0x2001, .ack = 0x1001, .flags = ACK | PSH,
+					    .win = 509, .payload = 10 } },
+		},
+		.check_stats = true,
+		.st = { .rst = 1 },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TUPLE_REUSED] = 2 },
+		.check_tuples = true,
+		.tuples_left = (1 << T_HOLD1) | (1 << T_HOLD2),
+	},
+	{
+		.name = "SPLICE proxy-own tuples (HOLD roles) pass unchanged",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10 },
+		.down = { .seq_delta = 30, .ack_delta = 40, .wsin = 10, .wsout = 7 },
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 1, .ack = 2, .flags = ACK, .win = 100 } },
+			{ EXP_SAME, .in = { .tup = T_HOLD2, .seq = 1, .ack = 2, .flags = ACK, .win = 100 } },
+		},
+		.check_stats = true,
+		.check_cnt = true,
+	},
+	{
+		.name = "SPLICE segment without ACK flag: ack, TSecr and SACK untouched, TSval translated",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = 0x200, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			.ts_base = 50000 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 1 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0xdeadbeef, .flags = PSH, .win = 10,
+					   .opts = "NNTNNS", .tsval = 1000, .tsecr = 777, .nsack = 1,
+					   .sack = { 0x5000, 0x6000 }, .payload = 3 },
+			  .out = { .seq = 0x1100, .ack = 0xdeadbeef, .win = 10, .tsval = 50000, .tsecr = 777,
+				   .sack = { 0x5000, 0x6000 } } },
+		},
+	},
+
+	/* ---- timestamps ---- */
+	{
+		.name = "timestamps: TSval from ts_base, TSecr 0 until the other side learned, then translated back",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x50000000 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x7000 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 100, .opts = "NNT",
+					   .tsval = 1000, .tsecr = 0x9999, .payload = 10 },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x50000000, .tsecr = 0 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 11, .ack = 2, .flags = ACK | PSH, .win = 100,
+					   .opts = "NNT", .tsval = 1005, .tsecr = 0x9999, .payload = 10 },
+			  .out = { .seq = 11, .ack = 2, .win = 100, .tsval = 0x50000005, .tsecr = 0 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 21, .flags = ACK, .win = 200, .opts = "NNT",
+					   .tsval = 0xaaaa0000, .tsecr = 0x50000005 },
+			  .out = { .seq = 2, .ack = 21, .win = 200, .tsval = 0x7000, .tsecr = 1005 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 21, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 1010, .tsecr = 0x7000 },
+			  .out = { .seq = 21, .ack = 2, .win = 100, .tsval = 0x5000000a, .tsecr = 0xaaaa0000 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 21, .flags = ACK, .win = 200, .opts = "NNT",
+					   .tsval = 0xaaaa0003, .tsecr = 0x5000000a },
+			  .out = { .seq = 2, .ack = 21, .win = 200, .tsval = 0x7003, .tsecr = 1010 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 3, 2 }, .bytes = { 20, 0 }, .ts_learned = { 1, 1 }, .check_deltas = true,
+			.tsval_delta = { 0x50000000u - 1000u, 0x7000u - 0xaaaa0000u } },
+	},
+	{
+		.name = "timestamps: offsets and TSvals wrap across 2^32",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x100 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0xfffffffe },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0xfffffff0, .tsecr = 0x4242 },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x100, .tsecr = 0 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 1, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0x10, .tsecr = 0x100 },
+			  .out = { .seq = 2, .ack = 1, .win = 100, .tsval = 0xfffffffe, .tsecr = 0xfffffff0 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0x4, .tsecr = 0xfffffffe },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x114, .tsecr = 0x10 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 1, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0x13, .tsecr = 0x114 },
+			  .out = { .seq = 2, .ack = 1, .win = 100, .tsval = 0x1, .tsecr = 0x4 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 2 }, .ts_learned = { 1, 1 }, .check_deltas = true,
+			.tsval_delta = { 0x110, 0xffffffee } },
+	},
+	{
+		.name = "timestamps: a reordered lower TSval keeps the learned offset",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x1000 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x2000 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 5000, .tsecr = 1 },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x1000, .tsecr = 0 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 4990, .tsecr = 1 },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x1000 - 10, .tsecr = 0 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 0 }, .ts_learned = { 1, 0 }, .check_deltas = true,
+			.tsval_delta = { 0x1000u - 5000u, 0 } },
+	},
+	{
+		.name = "timestamps off in the flow: TS option untouched",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 5, .ack_delta = 6, .wsin = 7, .wsout = 7 },
+		.down = { .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0x11111111, .tsecr = 0x22222222 },
+			  .out = { .seq = 6, .ack = 8, .win = 100, .tsval = 0x11111111, .tsecr = 0x22222222 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 0 } },
+	},
+
+	/* ---- SACK ---- */
+	{
+		.name = "SACK 1 block after NOP NOP TS NOP NOP",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = 0x10000, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			.ts_base = 0x1000 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x500, .ack = 0x1000, .flags = ACK, .win = 300,
+					   .opts = "NNTNNS", .tsval = 7, .tsecr = 9, .nsack = 1, .sack = { 0x2000, 0x3000 } },
+			  .out = { .seq = 0x600, .ack = 0x11000, .win = 300, .tsval = 0x1000, .tsecr = 0,
+				   .sack = { 0x12000, 0x13000 } } },
+		},
+	},
+	{
+		.name = "SACK 2 blocks, no timestamps, edges wrap across 2^32",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0, .ack_delta = 0x100, .wsin = 7, .wsout = 7, .sack = 1 },
+		.down = { .wsin = 7, .wsout = 7, .sack = 1 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x500, .ack = 0xffffff00, .flags = ACK, .win = 300,
+					   .opts = "NNS", .nsack = 2,
+					   .sack = { 0xffffff80, 0xfffffff0, 0xfffffff8, 0x40 } },
+			  .out = { .seq = 0x500, .ack = 0, .win = 300, .sack = { 0x80, 0xf0, 0xf8, 0x140 } } },
+		},
+	},
+	{
+		.name = "SACK 3 blocks with timestamps: 40 bytes of options",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = { .seq_delta = 0x7, .ack_delta = 0x80000000, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			  .ts_base = 0xabcdef01 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x10, .ack = 0x80000010, .flags = ACK, .win = 512,
+					   .opts = "NNTNNS", .tsval = 0x100, .tsecr = 0x200, .nsack = 3,
+					   .sack = { 0x80000100, 0x80000200, 0x80000300, 0x80000400, 0x7fffff00,
+						     0x80000005 } },
+			  .out = { .seq = 0x17, .ack = 0x10, .win = 512, .tsval = 0xabcdef01, .tsecr = 0,
+				   .sack = { 0x100, 0x200, 0x300, 0x400, 0xffffff00, 0x5 } } },
+		},
+	},
+	{
+		.name = "SACK 3 blocks at odd alignment: NOP TS NOP NOP SACK EOL",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = { .seq_delta = 0x3, .ack_delta = 0xfffffe00, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			  .ts_base = 0x11223344 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0xfffffffe, .ack = 0x300, .flags = ACK | PSH,
+					   .win = 1024, .opts = "NTNNS", .tsval = 0xcafe, .tsecr = 0xbeef, .nsack = 3,
+					   .sack = { 0x100, 0x180, 0x1f0, 0x200, 0x250, 0x300 }, .payload = 17 },
+			  .out = { .seq = 0x1, .ack = 0x100, .win = 1024, .tsval = 0x11223344, .tsecr = 0,
+				   .sack = { 0xffffff00, 0xffffff80, 0xfffffff0, 0x0, 0x50, 0x100 } } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 0, 1 }, .bytes = { 0, 17 }, .ts_learned = { 0, 1 } },
+	},
+	{
+		.name = "SACK 4 blocks, no timestamps",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .ack_delta = 0x01010101, .wsin = 7, .wsout = 7, .sack = 1 },
+		.down = { .wsin = 7, .wsout = 7, .sack = 1 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 0x10, .flags = ACK, .win = 9, .opts = "NNS",
+					   .nsack = 4, .sack = { 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0xfefefeff, 0xfefeff00 } },
+			  .out = { .seq = 1, .ack = 0x01010111, .win = 9,
+				   .sack = { 0x01010121, 0x01010131, 0x01010141, 0x01010151, 0x01010161, 0x01010171,
+					     0x0, 0x1 } } },
+		},
+	},
+	{
+		.name = "SACK after unknown options (MSS, window scale) is still found",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .ack_delta = 0x1000, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x55 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 0x10, .flags = ACK, .win = 9, .opts = "MWTS",
+					   .tsval = 3, .tsecr = 4, .nsack = 1, .sack = { 0x20, 0x30 } },
+			  .out = { .seq = 1, .ack = 0x1010, .win = 9, .tsval = 0x55, .tsecr = 0,
+				   .sack = { 0x1020, 0x1030 } } },
+		},
+	},
+
+	/* ---- IPv6 ---- */
+	{
+		.name = "IPv6 SPLICE up: tuple, seq/ack wrap, rescale, TS, SACK",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x200, .ack_delta = 0xffffff00, .wsin = 7, .wsout = 10, .ts = 1, .sack = 1,
+			.ts_base = 0x3000 },
+		.down = { .seq_delta = 0xfffffe00, .ack_delta = 0x100, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1,
+			  .ts_base = 0x4000 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xffffff80, .ack = 0x50, .flags = ACK | PSH, .win = 1000,
+					   .opts = "NNTNNS", .tsval = 0x10, .tsecr = 0x20, .nsack = 2,
+					   .sack = { 0x60, 0x70, 0x80, 0x90 }, .payload = 1200 },
+			  .out = { .seq = 0x180, .ack = 0xffffff50, .win = 125, .tsval = 0x3000, .tsecr = 0,
+				   .sack = { 0xffffff60, 0xffffff70, 0xffffff80, 0xffffff90 } } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x430, .ack = 0x50, .flags = ACK | FIN, .win = 1000,
+					   .opts = "NNT", .tsval = 0x15, .tsecr = 0x20 },
+			  .out = { .seq = 0x630, .ack = 0xffffff50, .win = 125, .tsval = 0x3005, .tsecr = 0 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 0 }, .bytes = { 1200, 0 }, .fin = { 1, 0 }, .ts_learned = { 1, 0 } },
+	},
+	{
+		.name = "IPv6 SPLICE down: tuple, seq/ack wrap, clamp, TSecr translated back",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x200, .ack_delta = 0xffffff00, .wsin = 7, .wsout = 10, .ts = 1, .sack = 1,
+			.ts_base = 0x3000 },
+		.down = { .seq_delta = 0xfffffe00, .ack_delta = 0x100, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1,
+			  .ts_base = 0x4000 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2000, .flags = ACK, .win = 100,
+					   .opts = "NNT", .tsval = 0x500, .tsecr = 1 },
+			  .out = { .seq = 0x1200, .ack = 0x1f00, .win = 12, .tsval = 0x3000, .tsecr = 0 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x100, .ack = 0x1200, .flags = ACK | PSH, .win = 9000,
+					   .opts = "NNTNNS", .tsval = 0x77, .tsecr = 0x3000, .nsack = 1,
+					   .sack = { 0xffffff00, 0x10 }, .payload = 99 },
+			  .out = { .seq = 0xffffff00, .ack = 0x1300, .win = 65535, .tsval = 0x4000, .tsecr = 0x500,
+				   .sack = { 0x0, 0x110 } } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x163, .ack = 0x1200, .flags = RST | ACK, .win = 9000,
+					   .opts = "NNT", .tsval = 0x78, .tsecr = 0x3000 },
+			  .out = { .seq = 0xffffff63, .ack = 0x1300, .win = 9000, .tsval = 0x4001, .tsecr = 0x500 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 2 }, .bytes = { 0, 99 }, .rst = 1, .ts_learned = { 1, 1 } },
+	},
+	{
+		.name = "IPv6 HOLD: conn1 window 0, UP unchanged",
+		.family = 6,
+		.mode = MODE_HOLD,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_WIN0, .in = { .tup = T_HOLD1, .seq = 0xabcdef00, .ack = 0x12, .flags = ACK | PSH,
+					    .win = 0x7fff, .opts = "NNT", .tsval = 5, .tsecr = 6, .payload = 40 } },
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 0x12, .ack = 0xabcdef28, .flags = ACK, .win = 0x7fff,
+					    .opts = "NNT", .tsval = 7, .tsecr = 5 } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_HELD] = 1 },
+	},
+	{
+		.name = "IPv6 FREEZE: UP/DOWN dropped, RST passes, conn2 window 0",
+		.family = 6,
+		.mode = MODE_FREEZE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 5 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK,
+								.win = 5 } },
+			{ EXP_WIN0, .in = { .tup = T_HOLD2, .seq = 1, .ack = 2, .flags = ACK, .win = 5, .payload = 1 } },
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = RST | ACK, .win = 5 } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_FREEZE_DROPS] = 2, [MMP_TC_CNT_HELD] = 1 },
+	},
+	{
+		.name = "IPv6 unknown tuple: unchanged",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 1, .ack_delta = 2, .wsin = 7, .wsout = 8 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SAME, .in = { .tup = T_OTHER, .seq = 1, .ack = 2, .flags = ACK, .win = 500 } },
+		},
+		.check_stats = true,
+		.check_cnt = true,
+	},
+
+	/* ---- packet shapes, checksum states, programs, redirects ---- */
+	{
+		.name = "IPv4 with IP options (IHL 6): TCP rewritten at the right offset",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			.ts_base = 0x999 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 100,
+					   .opts = "NNTNNS", .tsval = 3, .tsecr = 4, .nsack = 1, .sack = { 5, 6 },
+					   .payload = 30, .ip_opt_words = 1 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100, .tsval = 0x999, .tsecr = 0,
+				   .sack = { 0x25, 0x26 } } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 0 }, .bytes = { 30, 0 }, .ts_learned = { 1, 0 } },
+	},
+	{
+		.name = "bad TCP checksum on input stays off by the same amount after SPLICE",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 9, .ts = 1, .ts_base = 0x999 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 1000, .opts = "NNT",
+					   .tsval = 3, .tsecr = 4, .payload = 8, .csum_err = 0x0101 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 250, .tsval = 0x999, .tsecr = 0 } },
+		},
+	},
+	{
+		.name = "IPv6 bad TCP checksum on input stays off by the same amount after SPLICE",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 9, .wsout = 7, .ts = 1, .ts_base = 0x999 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 1000, .opts = "NNT",
+					   .tsval = 3, .tsecr = 4, .payload = 8, .csum_err = 0xff00 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 4000, .tsval = 0x999, .tsecr = 0 } },
+		},
+	},
+	{
+		.name = "mmp_tc_ingress translates like mmp_tc_egress",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.ingress = true,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 9 },
+		.down = { .seq_delta = 0xfffffff0, .ack_delta = 0xffffffe0, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			  .ts_base = 8 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 3, .tsecr = 4 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100, .tsval = 9, .tsecr = 0 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x22, .ack = 0x11, .flags = ACK, .win = 100,
+					   .opts = "NNT", .tsval = 50, .tsecr = 9 },
+			  .out = { .seq = 0x12, .ack = 0xfffffff1, .win = 100, .tsval = 8, .tsecr = 3 } },
+			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 1, .ack = 2, .flags = ACK, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 1 }, .ts_learned = { 1, 1 } },
+	},
+	{
+		.name = "redirect into lo ingress: Ethernet addresses zeroed, TC_ACT_REDIRECT",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .redirect_ifindex = 1,
+			.redirect_ingress = 1 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SEG, .ret = TC_ACT_REDIRECT, .mac_zeroed = true,
+			  .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 100, .payload = 64 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 0 }, .bytes = { 64, 0 } },
+	},
+	{
+		.name = "redirect out via the neighbour: Ethernet addresses kept, TC_ACT_REDIRECT",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .redirect_ifindex = 1,
+			  .redirect_ingress = 0 },
+		.steps = {
+			{ EXP_SEG, .ret = TC_ACT_REDIRECT,
+			  .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 100, .payload = 64 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100 } },
+		},
+	},
+
+	{
+		.name = "timestamps: a learned offset of exactly 0 still counts as learned",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 1000 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x500 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 1000, .tsecr = 77 },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 1000, .tsecr = 0 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 1, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0x400, .tsecr = 1000 },
+			  .out = { .seq = 2, .ack = 1, .win = 100, .tsval = 0x500, .tsecr = 1000 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 1 }, .ts_learned = { 1, 1 }, .check_deltas = true, .tsval_delta = { 0, 0x100 } },
+	},
+	{
+		.name = "malformed option length (overruns the header): options untouched, header translated",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			.ts_base = 0x999 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "XNNT",
+					   .tsval = 3, .tsecr = 4 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100, .tsval = 3, .tsecr = 4 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 0 } },
+	},
+	{
+		.name = "option of length 0 or 1 stops the option scan: later TS untouched",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
+			.ts_base = 0x999 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "ZNNT",
+					   .tsval = 3, .tsecr = 4 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100, .tsval = 3, .tsecr = 4 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "YNNT",
+					   .tsval = 3, .tsecr = 4 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100, .tsval = 3, .tsecr = 4 } },
+		},
+	},
+	{
+		.name = "Ethernet padding after a short frame: rewritten, kept, not counted as payload",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x30, .ack_delta = 0x40, .wsin = 7, .wsout = 7 },
+		.steps = {
+			/* 54 bytes of pure ACK, padded to the 60-byte Ethernet minimum. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .eth_pad = 6 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100 } },
+			/* 2 bytes of payload, padded by 4. */
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 1, .flags = ACK | PSH, .win = 100,
+					   .payload = 2, .eth_pad = 4 },
+			  .out = { .seq = 0x32, .ack = 0x41, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 1 }, .bytes = { 0, 2 } },
+	},
+
+	/* ---- stats ---- */
+	{
+		.name = "stats: packets and bytes per direction, FIN per direction",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x1000, .ack_delta = 0x2000, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0xffffe000, .ack_delta = 0xfffff000, .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 1, .flags = ACK | PSH, .win = 100, .payload = 100 },
+			  .out = { .seq = 0x1001, .ack = 0x2001, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2001, .ack = 0x1065, .flags = ACK | PSH, .win = 100,
+					   .payload = 1448 },
+			  .out = { .seq = 0x1, .ack = 0x65, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x65, .ack = 0x5a9, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x1065, .ack = 0x25a9, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x25a9, .ack = 0x1066, .flags = ACK | FIN | PSH,
+					   .win = 100, .payload = 10 },
+			  .out = { .seq = 0x5a9, .ack = 0x66, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x66, .ack = 0x5b4, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x1066, .ack = 0x25b4, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 3, 2 }, .bytes = { 100, 1458 }, .fin = { 1, 1 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 5 },
+	},
+	{
+		.name = "stats: RST recorded, FIN only for its direction",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7 },
+		.down = { .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 1, .flags = ACK | FIN, .win = 100, .payload = 5 },
+			  .out = { .seq = 1, .ack = 1, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 7, .flags = RST, .win = 0 },
+			  .out = { .seq = 1, .ack = 7, .win = 0 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 1 }, .bytes = { 0, 5 }, .fin = { 0, 1 }, .rst = 1 },
+	},
+};
+
+/* ---------------------------------------------------------------------------
+ * Running
+ * ------------------------------------------------------------------------ */
+
+static struct tc_bpf *load_skel(void)
+{
+	struct tc_bpf *skel = tc_bpf__open();
+	int err;
+
+	if (!skel)
+		fail_msg("tc_bpf__open: %s", strerror(errno));
+	/* Small maps: every case loads its own copy. */
+	bpf_map__set_max_entries(skel->maps.mmp_tc_tuples, 64);
+	bpf_map__set_max_entries(skel->maps.mmp_tc_flows, 16);
+	bpf_map__set_max_entries(skel->maps.mmp_tc_stats, 16);
+	err = tc_bpf__load(skel);
+	if (err) {
+		tc_bpf__destroy(skel);
+		fail_msg("tc_bpf__load: %s (the verifier log is above)", strerror(-err));
+	}
+	return skel;
+}
+
+static void fill_dir(struct mmp_tc_dir *d, const struct dir_cfg *c, uint8_t family, enum tup out)
+{
+	make_key(family, out, &d->out);
+	d->seq_delta = c->seq_delta;
+	d->ack_delta = c->ack_delta;
+	d->ts_base = c->ts_base;
+	d->wscale_in = c->wsin;
+	d->wscale_out = c->wsout;
+	d->timestamps = c->ts;
+	d->sack = c->sack;
+	d->redirect_ifindex = c->redirect_ifindex;
+	d->redirect_ingress = c->redirect_ingress;
+}
+
+/* The map contents mmp_tc_begin and the switch write (user/tc_engine.c). */
+static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
+{
+	int tuples = bpf_map__fd(skel->maps.mmp_tc_tuples);
+	int flows = bpf_map__fd(skel->maps.mmp_tc_flows);
+	int stats = bpf_map__fd(skel->maps.mmp_tc_stats);
+	uint64_t id = FLOW_ID;
+	struct mmp_tc_stats st;
+	struct mmp_tc_flow flow;
+
+	for (int r = 0; r < 4; r++) {
+		struct mmp_tc_tuple key;
+		struct mmp_tc_tuple_val tv = { .flow = id, .role = (uint32_t)r };
+
+		make_key(c->family, (enum tup)r, &key);
+		assert_int_equal(bpf_map_update_elem(tuples, &key, &tv, BPF_NOEXIST), 0);
+	}
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(bpf_map_update_elem(stats, &id, &st, BPF_NOEXIST), 0);
+	if (!c->mode)
+		return;
+	memset(&flow, 0, sizeof(flow));
+	flow.mode = c->mode;
+	fill_dir(&flow.up, &c->up, c->family, T_HOLD2);
+	fill_dir(&flow.down, &c->down, c->family, T_HOLD1);
+	assert_int_equal(bpf_map_update_elem(flows, &id, &flow, BPF_NOEXIST), 0);
+}
+
+static int run_prog(struct tc_bpf *skel, bool ingress, const uint8_t *in, size_t len, uint8_t *out,
+		    uint32_t *out_len, uint32_t *retval)
+{
+	struct bpf_program *prog = ingress ? skel->progs.mmp_tc_ingress : skel->progs.mmp_tc_egress;
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (uint32_t)len, .data_out = out,
+		    .data_size_out = *out_len, .repeat = 1);
+	int err = bpf_prog_test_run_opts(bpf_program__fd(prog), &opts);
+
+	if (err)
+		return -errno;
+	*out_len = opts.data_size_out;
+	*retval = opts.retval;
+	return 0;
+}
+
+static bool is_csum_byte(const struct layout *lo, size_t i)
+{
+	if (lo->family == 4 && (i == lo->l3 + 10 || i == lo->l3 + 11))
+		return true;
+	return i == lo->l4 + 16 || i == lo->l4 + 17;
+}
+
+/* Byte by byte (checksum fields aside), then the checksums by their residuals. */
+static void compare(const char *cname, int stepno, const uint8_t *in, size_t in_len, const uint8_t *got,
+		    size_t got_len, const uint8_t *want, size_t want_len)
+{
+	struct layout lg, lw;
+	bool bad = false;
+	char why[160] = "";
+
+	if (got_len != want_len) {
+		snprintf(why, sizeof(why), "length %zu, expected %zu", got_len, want_len);
+		bad = true;
+	} else if (!parse_layout(got, got_len, &lg) || !parse_layout(want, want_len, &lw)) {
+		snprintf(why, sizeof(why), "output does not parse");
+		bad = true;
+	} else {
+		for (size_t i = 0; i < got_len; i++) {
+			if (!is_csum_byte(&lw, i) && got[i] != want[i]) {
+				snprintf(why, sizeof(why), "byte %zu is %#04x, expected %#04x (first difference)", i,
+					 got[i], want[i]);
+				bad = true;
+				break;
+			}
+		}
+		if (!bad && lw.family == 4 && ip_residual(got, &lg) != 0xffff) {
+			snprintf(why, sizeof(why), "IPv4 header checksum does not verify (residual %#06x)",
+				 ip_residual(got, &lg));
+			bad = true;
+		}
+		if (!bad && tcp_residual(got, &lg) != tcp_residual(want, &lw)) {
+			snprintf(why, sizeof(why), "TCP checksum residual %#06x, expected %#06x (0xffff = verifies)",
+				 tcp_residual(got, &lg), tcp_residual(want, &lw));
+			bad = true;
+		}
+	}
+	if (!bad)
+		return;
+	print_error("case \"%s\", step %d: %s\n", cname, stepno, why);
+	describe("  input   ", in, in_len);
+	describe("  expected", want, want_len);
+	describe("  actual  ", got, got_len);
+	hexdump("  expected bytes", want, want_len);
+	hexdump("  actual bytes", got, got_len);
+	fail();
+}
+
+static uint64_t read_counter(struct tc_bpf *skel, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v, sum = 0;
+
+	assert_true(ncpu > 0);
+	v = calloc((size_t)ncpu, sizeof(*v));
+	assert_non_null(v);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_counters), &idx, v), 0);
+	for (int i = 0; i < ncpu; i++)
+		sum += v[i];
+	free(v);
+	return sum;
+}
+
+static void check_stats(struct tc_bpf *skel, const struct rw_case *c)
+{
+	uint64_t id = FLOW_ID;
+	struct mmp_tc_stats st;
+	const struct stats_exp *e = &c->st;
+
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_stats), &id, &st), 0);
+	for (int d = 0; d < 2; d++) {
+		if (st.packets[d] != e->packets[d] || st.bytes[d] != e->bytes[d] || st.fin[d] != e->fin[d] ||
+		    st.ts_learned[d] != e->ts_learned[d])
+			fail_msg("case \"%s\": stats[%s] packets %llu bytes %llu fin %u ts_learned %u, "
+				 "expected %llu %llu %u %u",
+				 c->name, d ? "down" : "up", (unsigned long long)st.packets[d],
+				 (unsigned long long)st.bytes[d], st.fin[d], st.ts_learned[d],
+				 (unsigned long long)e->packets[d], (unsigned long long)e->bytes[d], e->fin[d],
+				 e->ts_learned[d]);
+		if (e->check_deltas && st.tsval_delta[d] != e->tsval_delta[d])
+			fail_msg("case \"%s\": stats tsval_delta[%d] %#x, expected %#x", c->name, d, st.tsval_delta[d],
+				 e->tsval_delta[d]);
+	}
+	if (st.rst != e->rst)
+		fail_msg("case \"%s\": stats rst %u, expected %u", c->name, st.rst, e->rst);
+	if ((e->packets[0] || e->packets[1]) && !st.last_seen_ns)
+		fail_msg("case \"%s\": stats last_seen_ns not set", c->name);
+	if (!e->packets[0] && !e->packets[1] && st.last_seen_ns)
+		fail_msg("case \"%s\": stats last_seen_ns set without translated packets", c->name);
+}
+
+static const char *const counter_name[] = {
+	[MMP_TC_CNT_TRANSLATED] = "translated",
+	[MMP_TC_CNT_HELD] = "held",
+	[MMP_TC_CNT_REDIRECT_FAILED] = "redirect_failed",
+	[MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = "not_tcp_or_fragment",
+	[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
+	[MMP_TC_CNT_TUPLE_REUSED] = "tuple_reused",
+};
+
+/* The current case's skeleton: destroyed by the teardown, even after a failure. */
+static struct tc_bpf *cur_skel;
+
+static int teardown_skel(void **state)
+{
+	(void)state;
+	tc_bpf__destroy(cur_skel);
+	cur_skel = NULL;
+	return 0;
+}
+
+static void test_case(void **state)
+{
+	const struct rw_case *c = *state;
+	struct tc_bpf *skel;
+
+	if (geteuid() != 0)
+		skip();
+	skel = cur_skel = load_skel();
+	fill_maps(skel, c);
+	for (int i = 0; i < (int)(sizeof(c->steps) / sizeof(c->steps[0])) && c->steps[i].expect != EXP_END; i++) {
+		const struct step *s = &c->steps[i];
+		uint8_t in[2048], out[2048], want[2048];
+		size_t in_len = build_pkt(c->family, &s->in, in), want_len = 0;
+		uint32_t out_len = sizeof(out), ret = 0xdead;
+		int err;
+
+		memset(out, 0xee, sizeof(out));
+		err = run_prog(skel, c->ingress, in, in_len, out, &out_len, &ret);
+		if (err)
+			fail_msg("case \"%s\", step %d: BPF_PROG_TEST_RUN: %s", c->name, i, strerror(-err));
+		if ((int)ret != s->ret) {
+			print_error("case \"%s\", step %d: program returned %u, expected %d\n", c->name, i, ret, s->ret);
+			describe("  input ", in, in_len);
+			describe("  output", out, out_len);
+			fail();
+		}
+		switch (s->expect) {
+		case EXP_SHOT:
+			continue;
+		case EXP_SAME:
+			memcpy(want, in, in_len);
+			want_len = in_len;
+			if (out_len != in_len || memcmp(out, in, in_len)) {
+				/* compare() explains the first difference. */
+				compare(c->name, i, in, in_len, out, out_len, want, want_len);
+				print_error("case \"%s\", step %d: output differs only in checksum bytes\n", c->name, i);
+				describe("  input ", in, in_len);
+				describe("  output", out, out_len);
+				fail();
+			}
+			continue;
+		case EXP_WIN0: {
+			struct seg e = s->in;
+
+			e.win = 0;
+			want_len = build_pkt(c->family, &e, want);
+			break;
+		}
+		case EXP_SEG: {
+			struct seg e = s->in;
+
+			e.tup = translated_tup[s->in.tup];
+			e.seq = s->out.seq;
+			e.ack = s->out.ack;
+			e.win = s->out.win;
+			e.tsval = s->out.tsval;
+			e.tsecr = s->out.tsecr;
+			memcpy(e.sack, s->out.sack, sizeof(e.sack));
+			want_len = build_pkt(c->family, &e, want);
+			if (s->mac_zeroed)
+				memset(want, 0, 12);
+			break;
+		}
+		default:
+			fail_msg("bad step");
+		}
+		compare(c->name, i, in, in_len, out, out_len, want, want_len);
+		/* A correct input checksum must come out verifying. */
+		if (!s->in.csum_err) {
+			struct layout lo;
+
+			assert_true(parse_layout(out, out_len, &lo));
+			assert_int_equal(tcp_residual(out, &lo), 0xffff);
+			if (lo.family == 4)
+				assert_int_equal(ip_residual(out, &lo), 0xffff);
+		}
+	}
+	if (c->check_stats)
+		check_stats(skel, c);
+	if (c->check_cnt) {
+		for (uint32_t k = 0; k < MMP_TC_CNT_MAX; k++) {
+			uint64_t v = read_counter(skel, k);
+
+			if (v != c->cnt[k])
+				fail_msg("case \"%s\": counter %s is %llu, expected %llu", c->name,
+					 k < sizeof(counter_name) / sizeof(counter_name[0]) && counter_name[k] ?
+						 counter_name[k] : "?",
+					 (unsigned long long)v, (unsigned long long)c->cnt[k]);
+		}
+	}
+	if (c->check_tuples) {
+		for (int r = 0; r < 4; r++) {
+			struct mmp_tc_tuple key;
+			struct mmp_tc_tuple_val tv;
+			bool present;
+
+			make_key(c->family, (enum tup)r, &key);
+			present = bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_tuples), &key, &tv) == 0;
+			if (present != !!(c->tuples_left & (1 << r)))
+				fail_msg("case \"%s\": tuple of role %d is %s mmp_tc_tuples, expected %s", c->name, r,
+					 present ? "still in" : "gone from", present ? "gone" : "present");
+		}
+	}
+}
+
+/* The fixture builder itself: a known-good IPv4 packet checked against fixed bytes. */
+static void test_fixture_builder(void **state)
+{
+	struct seg s = { .tup = T_UP, .seq = 0x01020304, .ack = 0x05060708, .flags = ACK, .win = 0x1000 };
+	uint8_t b[128];
+	size_t len = build_pkt(4, &s, b);
+	struct layout lo;
+	/* Ethernet, IPv4 10.0.0.1 -> 10.0.0.2, TCP 40000 -> 8443: checksums worked out by hand. */
+	static const uint8_t want[] = {
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00,
+		0x45, 0x00, 0x00, 0x28, 0x12, 0x34, 0x40, 0x00, 0x40, 0x06, 0x14, 0x9a,
+		0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00, 0x00, 0x02,
+		0x9c, 0x40, 0x20, 0xfb, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+		0x50, 0x10, 0x10, 0x00, 0xbe, 0x82, 0x00, 0x00,
+	};
+
+	(void)state;
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(b, want, sizeof(want));
+	assert_true(parse_layout(b, len, &lo));
+	assert_int_equal(ip_residual(b, &lo), 0xffff);
+	assert_int_equal(tcp_residual(b, &lo), 0xffff);
+}
+
+int main(void)
+{
+	size_t n = sizeof(cases) / sizeof(cases[0]);
+	struct CMUnitTest *tests = calloc(n + 1, sizeof(*tests));
+
+	if (!tests)
+		return 1;
+	if (geteuid() != 0)
+		fprintf(stderr, "test_tc_rewrite: not root: the BPF cases are skipped (BPF_PROG_TEST_RUN needs root)\n");
+	tests[0] = (struct CMUnitTest)cmocka_unit_test(test_fixture_builder);
+	for (size_t i = 0; i < n; i++) {
+		tests[i + 1].name = cases[i].name;
+		tests[i + 1].test_func = test_case;
+		tests[i + 1].teardown_func = teardown_skel;
+		tests[i + 1].initial_state = (void *)&cases[i];
+	}
+	int rc = _cmocka_run_group_tests("tc_rewrite", tests, n + 1, NULL, NULL);
+
+	free(tests);
+	return rc;
+}
