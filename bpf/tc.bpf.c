@@ -3,7 +3,7 @@
  * The tc engine's data plane: rewrite every packet of a spliced flow from one
  * TCP connection into the other (DESIGN §3b).
  *
- * Attached (direct action) at lo egress and, for a load balancer that is not
+ * Attached (direct action) at lo ingress and, for a load balancer that is not
  * on this host, at ingress and egress of the interfaces that carry its
  * traffic. For a packet whose 4-tuple is in mmp_tc_tuples:
  *   HOLD mode   the proxy's own segments get window 0, so both peers stop by

@@ -38,6 +38,7 @@
 #define HOLD_TIMEOUT_MS 300
 #define HOLD_ATTEMPTS 5
 #define HOLD_RETRY_MS 500
+#define FREEZE_SETTLE_US 50
 /* Translated TSvals start this far (ms) above what the receiver last saw. */
 #define TS_MARGIN 100
 /* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
@@ -237,8 +238,14 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	}
 	if (!cfg->n_ifaces)
 		add_up_interfaces(tc);
-	/* lo egress sees both connections when the load balancer is local; interfaces see a remote one. */
-	err = attach_hook(tc, 0, BPF_TC_EGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_egress));
+	/*
+	 * lo ingress sees both connections when the load balancer is local, and
+	 * the upstream's side of a remote one. Ingress, not egress: a segment
+	 * judged at lo egress can sit in the backlog queue under load and reach
+	 * a socket after it was frozen and closed, which answers with an RST.
+	 * At ingress the verdict and the delivery happen in one softirq.
+	 */
+	err = attach_hook(tc, 0, BPF_TC_INGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_ingress));
 	for (int i = 1; !err && i < tc->nifaces; i++) {
 		err = attach_hook(tc, i, BPF_TC_INGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_ingress));
 		if (!err)
@@ -296,7 +303,7 @@ void mmp_tc_close(struct mmp_tc *tc, bool keep)
 			mmp_tc_flow_count(tc), tc->pin_dir);
 	} else {
 		if (tc->skel && tc->nifaces > 0) {
-			detach_hook(tc, 0, BPF_TC_EGRESS);
+			detach_hook(tc, 0, BPF_TC_INGRESS);
 			for (int i = 1; i < tc->nifaces; i++) {
 				detach_hook(tc, i, BPF_TC_INGRESS);
 				detach_hook(tc, i, BPF_TC_EGRESS);
@@ -703,6 +710,12 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 		return;
 	}
 	/*
+	 * A segment another CPU let through just before FREEZE is still on its
+	 * way into the socket: give it time to land, so the state we read next
+	 * includes it (or quiet() below sees it and aborts).
+	 */
+	usleep(FREEZE_SETTLE_US);
+	/*
 	 * A FIN or RST that reached a socket before the freeze leaves it not
 	 * ESTABLISHED: that flow stays on splice, which forwards it.
 	 */
@@ -854,6 +867,7 @@ static void gc(struct mmp_tc *tc, uint64_t linger_ns)
 	while (have) {
 		struct mmp_tc_stats st;
 		struct mmp_tc_flow flow;
+		uint64_t idle;
 		bool done;
 
 		key = next;
@@ -862,9 +876,15 @@ static void gc(struct mmp_tc *tc, uint64_t linger_ns)
 			continue;
 		if (flow.mode != MMP_TC_MODE_SPLICE)
 			continue; /* a hand-off in progress belongs to its worker */
-		done = (st.rst || (st.fin[0] && st.fin[1])) && st.last_seen_ns && now - st.last_seen_ns >= linger_ns;
+		/*
+		 * Regression: `now` is taken before the walk, and the programs keep
+		 * stamping last_seen meanwhile; an unsigned now - last_seen then
+		 * wrapped and removed busy flows (every one of them reset).
+		 */
+		idle = st.last_seen_ns && st.last_seen_ns < now ? now - st.last_seen_ns : 0;
+		done = (st.rst || (st.fin[0] && st.fin[1])) && st.last_seen_ns && idle >= linger_ns;
 		/* Idle: no packet at all (keepalives count) for the idle timeout. */
-		if (!done && tc->idle_ns && st.last_seen_ns && now - st.last_seen_ns > tc->idle_ns)
+		if (!done && tc->idle_ns && idle > tc->idle_ns)
 			done = true;
 		if (done) {
 			struct flow_tuples ft;
