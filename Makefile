@@ -81,6 +81,7 @@ test-root: deps all
 		echo "== integration suite, engine $$engine"; \
 		MMP_ENGINE=$$engine $(MAKE) --no-print-directory integration-tests || exit 1; \
 	done
+	@$(MAKE) --no-print-directory bench-tests
 
 demo:
 	@scripts/as-root.sh $(MAKE) --no-print-directory demo-root

@@ -1,0 +1,56 @@
+# Benchmark suite, included by the top-level Makefile.
+#   make bench-tools   loadgen, upstream and udpgen into $(BUILD)/bench/
+#   make bench         quick side-by-side run (~5 min): bench/run.sh --quick
+#   make bench-full    longer runs, 5 rounds, also behind HAProxy (~45 min)
+#   make bench-tests   correctness only (no speed asserted): histogram unit
+#                      test, loadgen through upstream echo directly and
+#                      through mmproxy-bpf (splice); prints "N passed, M failed"
+
+BENCH_OUT    := $(BUILD)/bench
+BENCH_CFLAGS := $(CFLAGS) -Ibench -pthread
+BENCH_LIBS   := -pthread -lm
+BENCH_HDRS   := $(wildcard bench/*.h)
+
+BENCH_COMMON  := addr proxyhdr pattern
+LOADGEN_OBJS  := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
+	loadgen lg_worker lg_report histogram cpustat $(BENCH_COMMON)))
+UPSTREAM_OBJS := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,upstream $(BENCH_COMMON)))
+UDPGEN_OBJS   := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
+	udpgen udp_flow udp_stream udp_rr udp_echo udp_report histogram cpustat \
+	$(BENCH_COMMON)))
+BENCH_TOOLS   := $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream $(BENCH_OUT)/udpgen
+
+.PHONY: bench-tools bench-tests
+
+bench-tools: $(BENCH_TOOLS)
+
+$(BENCH_OUT):
+	@mkdir -p $@
+
+$(BENCH_OUT)/%.o: bench/%.c $(BENCH_HDRS) | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -c $< -o $@
+
+$(BENCH_OUT)/loadgen: $(LOADGEN_OBJS)
+	$(CC) $(BENCH_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+
+$(BENCH_OUT)/upstream: $(UPSTREAM_OBJS)
+	$(CC) $(BENCH_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+
+$(BENCH_OUT)/udpgen: $(UDPGEN_OBJS)
+	$(CC) $(BENCH_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+
+$(BENCH_OUT)/test_histogram: $(BENCH_OUT)/test_histogram.o $(BENCH_OUT)/histogram.o
+	$(CC) $(BENCH_CFLAGS) -o $@ $^ -lcmocka $(BENCH_LIBS)
+
+# mmproxy-bpf engines to compare, e.g. make bench BENCH_ENGINES=splice,sockmap,tc
+BENCH_ENGINES ?= tc,splice,sockmap
+
+# Root is needed for namespaces and for the proxy (IP_TRANSPARENT, BPF).
+bench: bench-tools $(BIN)
+	@scripts/as-root.sh bash bench/run.sh --quick --engines $(BENCH_ENGINES)
+
+bench-full: bench-tools $(BIN)
+	@scripts/as-root.sh bash bench/run.sh --full --with-haproxy --engines $(BENCH_ENGINES)
+
+bench-tests: bench-tools $(BENCH_OUT)/test_histogram $(BIN)
+	@scripts/as-root.sh bash bench/tests.sh
