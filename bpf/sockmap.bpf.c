@@ -21,6 +21,8 @@
 #define SK_DROP 0
 #define SK_PASS 1
 
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
 /* Set by userspace between open and load (--max-queued). */
 const volatile __u64 max_queued = 4 << 20;
 
@@ -110,6 +112,33 @@ int mmp_verdict(struct __sk_buff *skb)
 	 */
 	if (!len)
 		return SK_DROP;
+
+	/*
+	 * Rarely (a retransmission DSACKed while userspace was reading held-back
+	 * bytes) the kernel hands the verdict a segment it already handed over,
+	 * and the upstream would get those bytes twice. The skb still carries
+	 * its TCP sequence number: drop or trim what was already seen.
+	 */
+	{
+		struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+		__u32 seq = ((struct tcp_skb_cb *)kskb->cb)->seq;
+		__s32 seen = (__s32)(d->seq_next - seq);
+
+		if (d->seq_valid && seen > 0) {
+			count(MMP_CNT_DUPLICATE_BYTES, seen < (__s32)len ? seen : len);
+			d->duplicates += seen < (__s32)len ? seen : len;
+			if (seen >= (__s32)len)
+				return SK_DROP;
+			if (bpf_skb_adjust_room(skb, -seen, 0, 0)) {
+				count(MMP_CNT_REDIRECT_FAILED, 1);
+				return SK_DROP;
+			}
+			len = skb->len;
+			seq += seen;
+		}
+		d->seq_next = seq + len;
+		d->seq_valid = 1;
+	}
 	d->consumed += len;
 
 	if (d->skip) {

@@ -72,6 +72,9 @@ struct mmp_flow_dir {
 	__u64 peer_base; /* the peer's bytes-written count at hand-off */
 	__u32 skip; /* PROXY header bytes still to drop */
 	__u32 paused; /* 1: over budget, SK_PASS until userspace caught up */
+	__u32 seq_next; /* TCP sequence number of the next byte not yet verdicted */
+	__u32 seq_valid;
+	__u64 duplicates; /* bytes handed to the verdict a second time, dropped */
 };
 
 struct mmp_flow {
@@ -98,6 +101,7 @@ enum mmp_counter {
 	MMP_CNT_PAUSES,
 	MMP_CNT_NO_FLOW, /* verdict for a socket without a flow entry */
 	MMP_CNT_REDIRECT_FAILED,
+	MMP_CNT_DUPLICATE_BYTES, /* the kernel handed bytes to the verdict twice */
 	MMP_CNT_MAX,
 };
 

@@ -20,6 +20,7 @@ static const char *const counter_names[MMP_CNT_MAX] = {
 	[MMP_CNT_PAUSES] = "backpressure_pauses",
 	[MMP_CNT_NO_FLOW] = "verdicts_without_flow",
 	[MMP_CNT_REDIRECT_FAILED] = "strip_failures",
+	[MMP_CNT_DUPLICATE_BYTES] = "duplicate_bytes_dropped",
 };
 
 static int open_pinned(const char *dir, const char *name)

@@ -451,3 +451,44 @@ t_require() {
 		exit 1
 	fi
 }
+
+# mmp_totals: after mmp_stop, read the proxy's "totals:" line (mmproxy-bpf
+# logs it on exit at -v 1 and above) into MMP_TOT_ACCEPTED, MMP_TOT_SPLICED,
+# MMP_TOT_SOCKMAP, MMP_TOT_FALLBACKS, MMP_TOT_RESETS. Returns 1 when there is
+# no such line (go-mmproxy, -v 0).
+mmp_totals() {
+	local line
+	line=$(grep -m1 'totals: accepted' "$MMP_LOG" 2>/dev/null) || return 1
+	MMP_TOT_ACCEPTED=$(sed -n 's/.*accepted \([0-9]*\).*/\1/p' <<<"$line")
+	MMP_TOT_SPLICED=$(sed -n 's/.*spliced \([0-9]*\).*/\1/p' <<<"$line")
+	MMP_TOT_SOCKMAP=$(sed -n 's/.*[ (]sockmap \([0-9]*\).*/\1/p' <<<"$line")
+	MMP_TOT_FALLBACKS=$(sed -n 's/.*fallbacks \([0-9]*\).*/\1/p' <<<"$line")
+	MMP_TOT_RESETS=$(sed -n 's/.*resets forwarded \([0-9]*\).*/\1/p' <<<"$line")
+	[[ -n $MMP_TOT_SPLICED && -n $MMP_TOT_SOCKMAP && -n $MMP_TOT_FALLBACKS ]]
+}
+
+# case_engine_used N: a case asserting, after mmp_stop, that the proxy spliced
+# N connections; with the sockmap engine, that each went through it (none fell
+# back to splice), so the file really tested the engine it names.
+case_engine_used() {
+	local n=$1
+	if [[ $MMP_ENGINE == sockmap ]]; then
+		case_begin "every connection was spliced, all by the sockmap engine"
+	else
+		case_begin "every connection was spliced (engine $MMP_ENGINE)"
+	fi
+	if ! is_bpf; then
+		case_skip_part "engine totals: mmproxy-bpf only"
+	elif ! mmp_totals; then
+		case_skip_part "no totals line in the proxy's log (-v 0?)"
+	else
+		((MMP_TOT_SPLICED == n)) || case_fail "the proxy spliced $MMP_TOT_SPLICED connections, expected $n"
+		if [[ $MMP_ENGINE == sockmap ]]; then
+			((MMP_TOT_FALLBACKS == 0)) || case_fail "$MMP_TOT_FALLBACKS connections fell back to splice"
+			((MMP_TOT_SOCKMAP == n)) || case_fail "$MMP_TOT_SOCKMAP connections in the sockmap engine, expected $n"
+		fi
+		case_note "spliced $MMP_TOT_SPLICED, sockmap $MMP_TOT_SOCKMAP, fallbacks $MMP_TOT_FALLBACKS, resets forwarded ${MMP_TOT_RESETS:-?}"
+	fi
+	MMP_LOG=""
+	case_end
+}

@@ -9,6 +9,9 @@
  *       --pp1 SRC DST | --pp2 SRC DST | --pp2-local     built PROXY header
  *       --raw STRING                                     bytes, C escapes (\r \n \xHH)
  *       --split K --split-delay MS    write the header in K pieces, MS apart
+ *     optionally, before anything else is sent after the header:
+ *       --expect-banner STRING        read exactly STRING (C escapes) before
+ *                                     sending: the upstream speaks first
  *     then one of:
  *       --msg STRING [--coalesce]     send (C escapes), expect it echoed back;
  *                                     --coalesce puts header and msg in one write
@@ -17,7 +20,8 @@
  *       --close [--hold-ms MS]        close (after MS) without waiting
  *
  * Prints "local ADDR PORT" (getsockname, compared by the tests with what the
- * upstream saw), then one result line:
+ * upstream saw), with --expect-banner "banner ok MS" (MS since the header was
+ * written) or "banner fail REASON", then one result line:
  *   "echo ok MS" | "echo fail REASON"
  *   "xfer sent N SHA recv N SHA [error E]"
  *   "closed eof|reset MS" | "open MS"
@@ -65,6 +69,8 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *target = NULL, *bindaddr = NULL, *msg = NULL;
+	static uint8_t banner[4096];
+	size_t banner_len = 0;
 	static uint8_t hdr[70000];
 	size_t hlen = 0;
 	int split = 1, split_delay = 0, hold_ms = 0;
@@ -114,6 +120,9 @@ int main(int argc, char **argv)
 			mbuf[ml] = 0; /* --msg is text: an embedded \0 would cut it */
 			msg = (const char *)mbuf;
 			i++;
+		} else if (!strcmp(a, "--expect-banner") && v) {
+			banner_len = unescape(v, banner, sizeof(banner));
+			i++;
 		} else if (!strcmp(a, "--coalesce")) {
 			coalesce = true;
 		} else if (!strcmp(a, "--send") && v) {
@@ -137,7 +146,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (!target || split < 1 || (coalesce && !msg))
+	if (!target || split < 1 || (coalesce && !msg) || (coalesce && banner_len))
 		usage();
 	g_deadline = now_ms() + (uint64_t)g_timeout_ms;
 
@@ -194,6 +203,39 @@ int main(int argc, char **argv)
 		off += piece;
 		if (k < split - 1 && split_delay)
 			usleep((useconds_t)split_delay * 1000);
+	}
+
+	if (banner_len) {
+		/* The upstream speaks first: nothing more is sent until it did. */
+		uint64_t t0 = now_ms();
+		uint8_t got[sizeof(banner)];
+		size_t have = 0;
+		while (have < banner_len) {
+			ssize_t r = recv(fd, got + have, banner_len - have, 0);
+			if (r > 0) {
+				have += (size_t)r;
+				continue;
+			}
+			if (r == 0) {
+				printf("banner fail eof after %zu of %zu bytes\n", have, banner_len);
+				return 1;
+			}
+			if (errno != EAGAIN && errno != EINTR) {
+				printf("banner fail %s after %zu of %zu bytes\n", strerror(errno), have, banner_len);
+				return 1;
+			}
+			pfd.events = POLLIN;
+			if (poll(&pfd, 1, remaining_ms()) == 0) {
+				printf("banner fail timeout after %zu of %zu bytes in %" PRIu64 " ms\n", have,
+				       banner_len, now_ms() - t0);
+				return 1;
+			}
+		}
+		if (memcmp(got, banner, banner_len)) {
+			printf("banner fail mismatch\n");
+			return 1;
+		}
+		printf("banner ok %" PRIu64 "\n", now_ms() - t0);
 	}
 
 	if (msg) {

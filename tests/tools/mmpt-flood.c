@@ -5,7 +5,7 @@
  *
  *   mmpt-flood -c ADDR:PORT -n N --dst ADDR:PORT [--net 203.0.113.]
  *              [--hosts H] [--port-base P] [--window W] [--timeout SEC]
- *              [--expect-file FILE]
+ *              [--expect-file FILE] [--close fin|rst|mix [--rst-word WORD]]
  *
  * Connection i claims to come from NET(1 + i % H):(P + i / H) (H = 200 by
  * default), sends header + "hello i\n" in one write, and must get the line
@@ -14,9 +14,20 @@
  * every connection stays open until all N have been echoed, so N are open at
  * once at the end. Then all are closed.
  *
+ * Churn (--close): instead, each connection is closed as soon as its echo
+ * came back, so at most W are open at any time:
+ *   fin   close() (a FIN)
+ *   rst   SO_LINGER {1, 0} + close() (a reset from the client side)
+ *   mix   connection i: i % 4 = 0, 1 fin; 2 rst; 3 the upstream resets: the
+ *         client sends WORD (default "RST\n"; mmpt-upstream --rst-word), waits
+ *         until the connection ends (reset or EOF), then closes.
+ *
  * Writes "ADDR PORT" of every claimed client to FILE (to compare with the
  * upstream's "peer" lines) and prints
  *   "flood ok N failed M open_at_once K ms T"
+ * and with --close also
+ *   "churn fin A rst B uprst C uprst_reset R uprst_eof E"
+ * The first failures are described on stderr ("fail I SRC: REASON").
  * Exit 0 when all N succeeded.
  */
 #include "mmpt_common.c"
@@ -25,7 +36,8 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 
-enum cstate { C_IDLE, C_CONNECTING, C_WAITING, C_DONE, C_FAILED };
+enum cstate { C_IDLE, C_CONNECTING, C_WAITING, C_CLOSING, C_DONE, C_FAILED };
+enum ckind { K_KEEP, K_FIN, K_RST, K_UPRST };
 
 struct fconn {
 	int fd;
@@ -35,10 +47,36 @@ struct fconn {
 	char got[32];
 };
 
+static int g_nfail_shown;
+
+/* How connection i ends (--close MODE; NULL: kept open to the end). */
+static enum ckind kind_of(const char *mode, int i)
+{
+	if (!mode)
+		return K_KEEP;
+	if (!strcmp(mode, "fin"))
+		return K_FIN;
+	if (!strcmp(mode, "rst"))
+		return K_RST;
+	return i % 4 < 2 ? K_FIN : i % 4 == 2 ? K_RST : K_UPRST;
+}
+
+static void fail_note(int idx, const char *net, int hosts, int port_base, const char *why, int err)
+{
+	if (g_nfail_shown++ >= 5)
+		return;
+	fprintf(stderr, "fail %d %s%d:%d: %s%s%s\n", idx, net, 1 + idx % hosts, port_base + idx / hosts, why,
+		err ? ": " : "", err ? strerror(err) : "");
+}
+
 int main(int argc, char **argv)
 {
 	const char *target = NULL, *dst = NULL, *net = "203.0.113.", *expect_file = NULL;
 	int n = 0, hosts = 200, port_base = 30000, window = 256, timeout_s = 60;
+	const char *close_mode = NULL;
+	uint8_t rst_word[64];
+	size_t rst_word_len = unescape("RST\\n", rst_word, sizeof(rst_word));
+	int kinds[4] = { 0 }, up_reset = 0, up_eof = 0;
 
 	g_prog = "mmpt-flood";
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -65,6 +103,10 @@ int main(int argc, char **argv)
 			timeout_s = atoi(v);
 		else if (!strcmp(a, "--expect-file"))
 			expect_file = v;
+		else if (!strcmp(a, "--close"))
+			close_mode = v;
+		else if (!strcmp(a, "--rst-word"))
+			rst_word_len = unescape(v, rst_word, sizeof(rst_word));
 		else
 			die("unknown option %s", a);
 		i++;
@@ -73,11 +115,17 @@ int main(int argc, char **argv)
 		die("usage: see the comment at the top of tests/tools/mmpt-flood.c");
 	if (port_base + (n - 1) / hosts > 65535)
 		die("port range overflows");
+	if (close_mode && strcmp(close_mode, "fin") && strcmp(close_mode, "rst") && strcmp(close_mode, "mix"))
+		die("--close takes fin, rst or mix");
+	if (window <= 0)
+		die("--window must be positive");
 
+	/* Kept open to the end: all N at once; churn: at most the window. */
+	int need = close_mode ? (window < n ? window : n) : n;
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
-	if (rl.rlim_cur < (rlim_t)n + 64)
-		die("ulimit -n %lu is too low for %d connections", (unsigned long)rl.rlim_cur, n);
+	if (rl.rlim_cur < (rlim_t)need + 64)
+		die("ulimit -n %lu is too low for %d connections", (unsigned long)rl.rlim_cur, need);
 
 	struct sockaddr_storage ta, da;
 	socklen_t tl = parse_addr(target, &ta, true);
@@ -139,7 +187,11 @@ int main(int argc, char **argv)
 				parse_addr(src, &sa, true);
 				size_t hl = pp_build_v2(buf, sizeof(buf), &sa, &da);
 				memcpy(buf + hl, f->msg, f->mlen);
-				if (err || send(f->fd, buf, hl + f->mlen, MSG_NOSIGNAL) != (ssize_t)(hl + f->mlen)) {
+				if (err) {
+					fail_note(idx, net, hosts, port_base, "connect", err);
+					f->st = C_FAILED;
+				} else if (send(f->fd, buf, hl + f->mlen, MSG_NOSIGNAL) != (ssize_t)(hl + f->mlen)) {
+					fail_note(idx, net, hosts, port_base, "send", errno);
 					f->st = C_FAILED;
 				} else {
 					f->st = C_WAITING;
@@ -153,36 +205,83 @@ int main(int argc, char **argv)
 					f->have += (size_t)r;
 					if (f->have < f->mlen)
 						continue;
-					f->st = memcmp(f->got, f->msg, f->mlen) ? C_FAILED : C_DONE;
+					if (memcmp(f->got, f->msg, f->mlen)) {
+						fail_note(idx, net, hosts, port_base, "echo mismatch", 0);
+						f->st = C_FAILED;
+					} else if (kind_of(close_mode, idx) == K_UPRST) {
+						/* Ask the upstream to reset, then wait for the end. */
+						if (send(f->fd, rst_word, rst_word_len, MSG_NOSIGNAL) != (ssize_t)rst_word_len) {
+							fail_note(idx, net, hosts, port_base, "send rst word", errno);
+							f->st = C_FAILED;
+						} else {
+							f->st = C_CLOSING;
+							continue;
+						}
+					} else {
+						f->st = C_DONE;
+					}
 				} else if (r < 0 && errno == EAGAIN) {
 					continue;
 				} else {
+					fail_note(idx, net, hosts, port_base, r ? "echo" : "echo: eof", r ? errno : 0);
 					f->st = C_FAILED;
 				}
+			} else if (f->st == C_CLOSING) {
+				char junk[64];
+				ssize_t r = recv(f->fd, junk, sizeof(junk), 0);
+				if (r < 0 && errno == EAGAIN)
+					continue;
+				if (r > 0) {
+					fail_note(idx, net, hosts, port_base, "data after the rst word", 0);
+					f->st = C_FAILED;
+				} else {
+					if (r == 0)
+						up_eof++;
+					else
+						up_reset++;
+					f->st = C_DONE;
+				}
 			}
-			/* Finished (either way): stop watching it, but keep it open. */
+			/* Finished (either way): stop watching it. */
 			epoll_ctl(ep, EPOLL_CTL_DEL, f->fd, NULL);
 			inflight--;
 			if (f->st == C_DONE) {
 				ok++;
+				enum ckind k = kind_of(close_mode, idx);
+				kinds[k]++;
+				if (k == K_KEEP)
+					continue; /* stays open until the end */
+				if (k == K_RST) {
+					struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+					setsockopt(f->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+				}
 			} else {
 				failed++;
-				close(f->fd);
-				f->fd = -1;
-				open_now--;
 			}
+			close(f->fd);
+			f->fd = -1;
+			open_now--;
 		}
 	}
 	uint64_t ms = now_ms() - t0;
 	/* Whatever is still pending at the deadline failed. */
 	for (int i = 0; i < n; i++) {
-		if (c[i].st == C_CONNECTING || c[i].st == C_WAITING || c[i].st == C_IDLE)
+		if (c[i].st == C_CONNECTING || c[i].st == C_WAITING || c[i].st == C_CLOSING || c[i].st == C_IDLE) {
+			if (c[i].st != C_IDLE)
+				fail_note(i, net, hosts, port_base,
+					  c[i].st == C_CONNECTING ? "timed out connecting"
+					  : c[i].st == C_WAITING  ? "timed out waiting for the echo"
+								  : "timed out waiting for the upstream's reset", 0);
 			failed++;
+		}
 		if (c[i].st != C_IDLE && c[i].fd >= 0)
 			close(c[i].fd);
 	}
 	if (ef)
 		fclose(ef);
 	printf("flood ok %d failed %d open_at_once %d ms %" PRIu64 "\n", ok, failed, open_max, ms);
+	if (close_mode)
+		printf("churn fin %d rst %d uprst %d uprst_reset %d uprst_eof %d\n", kinds[K_FIN], kinds[K_RST],
+		       kinds[K_UPRST], up_reset, up_eof);
 	return ok == n ? 0 : 1;
 }

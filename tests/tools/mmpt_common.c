@@ -402,7 +402,14 @@ static size_t unescape(const char *s, uint8_t *out, size_t cap)
 struct xfer {
 	int fd;
 	uint64_t to_send, sent, recvd;
+	uint64_t read_limit; /* stop reading once recvd reaches it (0: no limit) */
 	bool after_eof, peer_eof, shut_done, failed;
+	/* xfer_verify: compare what arrives with the peer's stream (its seed). */
+	bool verify;
+	uint64_t verify_seed, first_diff; /* first_diff: UINT64_MAX while equal */
+	struct stream vgen;
+	uint8_t diff_bytes[32]; /* what arrived at first_diff */
+	size_t ndiff;
 	int err; /* errno of the failure */
 	struct stream gen;
 	struct sha256 sent_sha, recv_sha;
@@ -421,6 +428,65 @@ static void xfer_init(struct xfer *x, int fd, uint64_t to_send, bool after_eof, 
 	sha256_init(&x->recv_sha);
 }
 
+/* Check every received byte against stream(seed), as the peer generates it. */
+static void xfer_verify(struct xfer *x, uint64_t seed)
+{
+	x->verify = true;
+	x->verify_seed = seed;
+	x->first_diff = UINT64_MAX;
+	stream_init(&x->vgen, seed);
+}
+
+static void xfer_check(struct xfer *x, const uint8_t *p, size_t n)
+{
+	static uint8_t exp[256 * 1024];
+	if (!x->verify)
+		return;
+	if (x->first_diff != UINT64_MAX) { /* complete the sample after the diff */
+		while (n && x->ndiff < sizeof(x->diff_bytes))
+			x->diff_bytes[x->ndiff++] = *p++, n--;
+		return;
+	}
+	stream_fill(&x->vgen, exp, n);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != exp[i]) {
+			x->first_diff = x->recvd + i;
+			x->ndiff = 0;
+			xfer_check(x, p + i, n - i);
+			return;
+		}
+	}
+}
+
+/*
+ * Where in the peer's stream do the bytes received at first_diff come from?
+ * Searched within 64 MiB either side: an offset before first_diff means
+ * bytes arrived twice, after it means bytes were lost. -1: not found.
+ */
+static int64_t xfer_diff_source(const struct xfer *x)
+{
+	const uint64_t win = 64 << 20;
+	uint64_t from = x->first_diff > win ? x->first_diff - win : 0, skip = from, len = 2 * win;
+	size_t need = x->ndiff;
+	if (need < 16)
+		return -1;
+	uint8_t *buf = malloc(len + need);
+	if (!buf)
+		return -1;
+	struct stream st;
+	stream_init(&st, x->verify_seed);
+	while (skip) { /* advance to `from` */
+		size_t k = skip < len ? (size_t)skip : (size_t)len;
+		stream_fill(&st, buf, k);
+		skip -= k;
+	}
+	stream_fill(&st, buf, len + need);
+	uint8_t *hit = memmem(buf, len + need, x->diff_bytes, need);
+	int64_t off = hit ? (int64_t)(from + (uint64_t)(hit - buf)) : -1;
+	free(buf);
+	return off;
+}
+
 static bool xfer_done(const struct xfer *x)
 {
 	return x->failed || (x->peer_eof && x->shut_done);
@@ -435,9 +501,17 @@ static void xfer_readable(struct xfer *x)
 {
 	static uint8_t buf[256 * 1024];
 	while (!x->peer_eof && !x->failed) {
-		ssize_t r = recv(x->fd, buf, sizeof(buf), 0);
+		size_t want = sizeof(buf);
+		if (x->read_limit) {
+			if (x->recvd >= x->read_limit)
+				break;
+			if (x->read_limit - x->recvd < want)
+				want = (size_t)(x->read_limit - x->recvd);
+		}
+		ssize_t r = recv(x->fd, buf, want, 0);
 		if (r > 0) {
 			sha256_update(&x->recv_sha, buf, (size_t)r);
+			xfer_check(x, buf, (size_t)r);
 			x->recvd += (uint64_t)r;
 		} else if (r == 0) {
 			x->peer_eof = true;
@@ -486,12 +560,20 @@ static void xfer_writable(struct xfer *x)
 	}
 }
 
-/* "sent N SHA recv N SHA" (+ " error MSG" on failure). */
+/*
+ * "sent N SHA recv N SHA" (+ " error MSG" on failure); with xfer_verify also
+ * " verify ok" or " first_diff OFFSET from OFFSET|-1".
+ */
 static void xfer_report(struct xfer *x, char *out, size_t len)
 {
-	char s1[65], s2[65];
+	char s1[65], s2[65], v[96] = "";
 	sha256_hex(&x->sent_sha, s1);
 	sha256_hex(&x->recv_sha, s2);
-	snprintf(out, len, "sent %" PRIu64 " %s recv %" PRIu64 " %s%s%s", x->sent, s1, x->recvd, s2,
-		 x->failed ? " error " : "", x->failed ? strerror(x->err) : "");
+	if (x->verify && x->first_diff == UINT64_MAX)
+		snprintf(v, sizeof(v), " verify ok");
+	else if (x->verify)
+		snprintf(v, sizeof(v), " first_diff %" PRIu64 " from %" PRId64, x->first_diff,
+			 xfer_diff_source(x));
+	snprintf(out, len, "sent %" PRIu64 " %s recv %" PRIu64 " %s%s%s%s", x->sent, s1, x->recvd, s2,
+		 x->failed ? " error " : "", x->failed ? strerror(x->err) : "", v);
 }
