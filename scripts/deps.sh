@@ -15,7 +15,7 @@ PACKAGES=(
 	linux-libc-dev libcmocka-dev libclang-rt-14-dev
 	# run and test
 	iproute2 util-linux procps psmisc coreutils haproxy nginx-light libnginx-mod-stream
-	python3 socat
+	python3 socat jq
 	# benchmark
 	go-mmproxy iperf3 gnuplot-nox
 )
