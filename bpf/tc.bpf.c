@@ -22,6 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include "mmp_tc.h"
 
+#define TC_ACT_UNSPEC (-1) /* not ours: let the next filter (another instance, another tool) look */
 #define TC_ACT_OK 0
 #define TC_ACT_SHOT 2
 #define TC_ACT_REDIRECT 7
@@ -494,19 +495,19 @@ static __always_inline int handle(struct __sk_buff *skb)
 	int ret;
 
 	if (!p)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	ret = parse(skb, p);
 	if (ret) {
 		if (ret == -2)
 			count(MMP_TC_CNT_NOT_TCP_OR_FRAGMENT);
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	tv = bpf_map_lookup_elem(&mmp_tc_tuples, &p->tuple);
 	if (!tv)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	flow = bpf_map_lookup_elem(&mmp_tc_flows, &tv->flow);
 	if (!flow)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 
 	if (flow->mode == MMP_TC_MODE_HOLD || flow->mode == MMP_TC_MODE_FREEZE) {
 		if (tv->role == MMP_TC_ROLE_HOLD_CONN1 || tv->role == MMP_TC_ROLE_HOLD_CONN2) {

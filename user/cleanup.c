@@ -23,7 +23,7 @@ int mmp_cleanup_command(const char *pin_dir)
 		return 1;
 	}
 	/* Filters first: with them gone, nothing uses the maps any more. */
-	filters = mmp_tc_detach_everywhere();
+	filters = mmp_tc_detach_everywhere(mmp_tc_priority(pin_dir));
 	if (dfd >= 0) {
 		d = fdopendir(dup(dfd));
 		while (d && (de = readdir(d))) {

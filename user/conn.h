@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include "mmp_tc.h"
 
 struct mmp_worker;
 struct mmp_conn;
@@ -72,6 +73,8 @@ struct mmp_conn {
 	uint8_t tc_quiet; /* consecutive quiet checks */
 	uint64_t tc_flow; /* flow id: conn1's socket cookie */
 	int tc_oif; /* interface toward a remote load balancer; 0: it is on this host (lo) */
+	/* The flow's four tuples, by enum mmp_tc_role: an abort removes them even if the sockets died. */
+	struct mmp_tc_tuple tc_tuples[4];
 	uint64_t tc_deadline_ms;
 	uint64_t tc_start_ns;
 	uint8_t tc_attempts; /* hand-offs tried */

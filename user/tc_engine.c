@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include "log.h"
 #include "netlink.h"
+#include "mmp_maps.h"
 #include "mmp_tc.h"
 #include "pins.h"
 #include "sockaddr.h"
@@ -27,7 +28,12 @@
 #include "tc.skel.h"
 #include "worker.h"
 
-/* Our filters' handle and priority on every hook: "MM". */
+/*
+ * Our filters' handle on every hook: "MM". The priority is 0x4d4d for the
+ * default pin directory and another one per --pin-dir, so that two instances
+ * in one namespace each keep their own filter (a restart with the same
+ * directory replaces its predecessor's in place).
+ */
 #define MMP_TC_HANDLE 0x4d4d
 #define MMP_TC_PRIO 0x4d4d
 /*
@@ -53,6 +59,7 @@ struct mmp_tc {
 	bool created_hook[MAX_IFACES][2]; /* we created the clsact: [ingress, egress] */
 	int nifaces;
 	int raw4, raw6; /* window updates */
+	uint32_t prio; /* our filters' priority, from the pin directory */
 	bool adopting; /* reusing a previous instance's pinned maps */
 	uint64_t idle_ns;
 };
@@ -71,10 +78,21 @@ static uint64_t now_ns(void)
 
 static void gc(struct mmp_tc *tc, uint64_t linger_ns);
 
+uint32_t mmp_tc_priority(const char *pin_dir)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	if (!strcmp(pin_dir, MMP_PIN_DIR_DEFAULT))
+		return MMP_TC_PRIO;
+	for (const char *c = pin_dir; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	return 0x4e00 + h % 0x1000;
+}
+
 static int attach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point where, int prog_fd)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = MMP_TC_PRIO,
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = tc->prio,
 			    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
 	char name[IF_NAMESIZE] = "?";
 	int err;
@@ -98,7 +116,7 @@ fail:
 static void detach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point where)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = MMP_TC_PRIO);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = tc->prio);
 
 	bpf_tc_detach(&hook, &opts);
 	/* Only remove a clsact qdisc we added; other filters may live on it otherwise. */
@@ -200,6 +218,7 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	if (!tc)
 		return -ENOMEM;
 	snprintf(tc->pin_dir, sizeof(tc->pin_dir), "%s", cfg->pin_dir);
+	tc->prio = mmp_tc_priority(cfg->pin_dir);
 	tc->raw4 = tc->raw6 = -1;
 	tc->idle_ns = (uint64_t)cfg->tc_idle_timeout_s * 1000000000ULL;
 	tc->skel = tc_bpf__open();
@@ -424,8 +443,10 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 
 	if (tcp_info_of(c->client.fd, &a) || tcp_info_of(c->upstream.fd, &b))
 		return "TCP_INFO failed";
-	if (a.tcpi_state != TCP_STATE_ESTABLISHED || b.tcpi_state != TCP_STATE_ESTABLISHED)
-		return "a connection is not established (half-closed already)";
+	if (a.tcpi_state != TCP_STATE_ESTABLISHED)
+		return "the load balancer's connection is not established (it half-closed or reset already)";
+	if (b.tcpi_state != TCP_STATE_ESTABLISHED)
+		return "the upstream connection is not established (it half-closed or reset already)";
 	if ((a.tcpi_options & OPT_MATCH) != (b.tcpi_options & OPT_MATCH))
 		return "the two connections negotiated different options (timestamps, SACK, ECN or window scaling)";
 	if ((b.tcpi_options & TCPI_OPT_WSCALE) && b.tcpi_rcv_wscale < a.tcpi_snd_wscale)
@@ -476,6 +497,27 @@ static const char *client_name(struct mmp_conn *c, char *buf)
 	return mmp_fmt_addr((const void *)(c->src_addr.ss_family ? &c->src_addr : &c->lb_addr), buf);
 }
 
+/*
+ * A tuple still held by a flow that already ended (its last packets were a
+ * RST or FINs, or its entries are half gone): the ports were reused. Remove
+ * it and return true; a live owner keeps it (false).
+ */
+static bool forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t)
+{
+	struct mmp_tc_tuple_val tv;
+	struct mmp_tc_stats st;
+	struct mmp_tc_flow flow;
+
+	if (bpf_map_lookup_elem(tc->tuples_fd, t, &tv))
+		return true; /* gone meanwhile */
+	if (bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow) == 0 &&
+	    bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) == 0 &&
+	    !(flow.mode == MMP_TC_MODE_SPLICE && (st.rst || (st.fin[0] && st.fin[1]))))
+		return false;
+	bpf_map_delete_elem(tc->tuples_fd, t);
+	return true;
+}
+
 void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = w->tc;
@@ -503,9 +545,12 @@ void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c)
 	for (int i = 0; i < 4; i++) {
 		struct mmp_tc_tuple_val tv = { .flow = c->tc_flow, .role = i };
 
-		if (bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST))
+		if (bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST) &&
+		    (errno != EEXIST || !forget_stale_tuple(tc, &ft.t[i]) ||
+		     bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST)))
 			goto full;
 	}
+	memcpy(c->tc_tuples, ft.t, sizeof(c->tc_tuples));
 	c->tc_holding = true;
 	c->tc_attempts++;
 	c->tc_quiet = 0;
@@ -515,6 +560,7 @@ void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c)
 	return;
 full:
 	/* Never evict a live flow: a full map only means this one stays on splice. */
+	atomic_fetch_add(&w->counters->tc_ineligible, 1);
 	pr_conn("tc engine: flow maps full or entry exists (%s); client %s stays on splice (raise --tc-max-flows)",
 		strerror(errno), client_name(c, a));
 	delete_flow(tc, c->tc_flow, &ft);
@@ -524,16 +570,17 @@ void mmp_tc_abort(struct mmp_worker *w, struct mmp_conn *c, const char *why)
 {
 	struct flow_tuples ft;
 	char a[MMP_ADDRSTRLEN];
-	struct mmp_tc_flow flow;
 
 	if (!c->tc_holding)
 		return;
 	c->tc_holding = false;
-	/* The proxy's sockets advertised a zero window: the splice engine's next ACKs reopen it. */
-	if (flow_tuples(c, &ft) == 0)
-		delete_flow(w->tc, c->tc_flow, &ft);
-	else if (bpf_map_lookup_elem(w->tc->flows_fd, &c->tc_flow, &flow) == 0)
-		bpf_map_delete_elem(w->tc->flows_fd, &c->tc_flow);
+	/*
+	 * The tuples saved at the start, not getsockname(): a socket that died
+	 * has no name any more, and its entries would leak (regression).
+	 * The proxy's sockets advertised a zero window: splice's next ACKs reopen it.
+	 */
+	memcpy(ft.t, c->tc_tuples, sizeof(ft.t));
+	delete_flow(w->tc, c->tc_flow, &ft);
 	atomic_fetch_add(&w->counters->tc_aborted, 1);
 	pr_debug("tc engine: hand-off of client %s aborted (%s): staying on splice", client_name(c, a), why);
 }
@@ -701,10 +748,7 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 	char a[MMP_ADDRSTRLEN];
 	uint64_t took_us;
 
-	if (flow_tuples(c, &ft)) {
-		mmp_tc_abort(w, c, "getsockname failed");
-		return;
-	}
+	memcpy(ft.t, c->tc_tuples, sizeof(ft.t));
 	if (bpf_map_update_elem(tc->flows_fd, &c->tc_flow, &flow, BPF_EXIST)) {
 		mmp_tc_abort(w, c, "flow entry vanished");
 		return;
@@ -835,7 +879,7 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	return 0;
 }
 
-int mmp_tc_detach_everywhere(void)
+int mmp_tc_detach_everywhere(uint32_t prio)
 {
 	struct if_nameindex *ifs = if_nameindex(), *i;
 	int removed = 0;
@@ -844,10 +888,10 @@ int mmp_tc_detach_everywhere(void)
 		for (int dir = 0; dir < 2; dir++) {
 			DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = i->if_index,
 					    .attach_point = dir ? BPF_TC_EGRESS : BPF_TC_INGRESS);
-			DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = MMP_TC_PRIO);
+			DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = prio);
 
 			if (bpf_tc_detach(&hook, &opts) == 0) {
-				printf("removed: tc filter pref %d handle 0x%x on %s %s\n", MMP_TC_PRIO, MMP_TC_HANDLE,
+				printf("removed: tc filter pref %u handle 0x%x on %s %s\n", prio, MMP_TC_HANDLE,
 				       i->if_name, dir ? "egress" : "ingress");
 				removed++;
 			}

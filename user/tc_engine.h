@@ -50,8 +50,10 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 
 /* Remove finished (FIN both ways, or RST) and idle flows. Call about once a second. */
 void mmp_tc_gc(struct mmp_tc *tc);
-/* `cleanup`: remove our TC filters from every interface of this netns. Returns how many. */
-int mmp_tc_detach_everywhere(void);
+/* Our TC filters' priority for a pin directory (0x4d4d for the default one). */
+uint32_t mmp_tc_priority(const char *pin_dir);
+/* `cleanup`: remove our TC filters of priority prio from every interface of this netns. Returns how many. */
+int mmp_tc_detach_everywhere(uint32_t prio);
 
 /* Number of spliced flows in the maps. */
 int mmp_tc_flow_count(struct mmp_tc *tc);

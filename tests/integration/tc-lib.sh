@@ -1,0 +1,260 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # variables are set here for the scripts that source this
+# tests/integration/tc-lib.sh: helpers for the tc-engine test files
+# (t10-t15). Source it after lib.sh. Not a test file itself (run-all.sh only
+# runs tNN-*.sh).
+#
+# The tc engine (issue 5, DESIGN §3b) keeps per-flow state in pinned maps
+# (mmp_tc_tuples, mmp_tc_flows, mmp_tc_stats, mmp_tc_counters) and attaches
+# TC filters with handle 0x4d4d and priority 0x4d4d (= pref 19789) to lo
+# egress and, with --iface, to the ingress and egress of those interfaces.
+# At -v 2 the proxy logs per flow one of
+#   "tc engine: client X spliced in the kernel after N us (...)"
+#   "tc engine: client X stays on splice: REASON"
+#   "tc engine: hand-off of client X aborted (WHY): staying on splice"
+# and at exit (-v 1) "totals: ... (tc N, tc ineligible N, tc aborted N, ...)".
+
+TC_PREF=19789 # MMP_TC_PRIO 0x4d4d, as `tc filter show` prints it
+TC_HANDLE=0x4d4d
+
+# tc_only ID DESCRIPTION: end the file with a SKIP line unless the binary is
+# mmproxy-bpf and MMP_ENGINE is tc or auto (auto uses tc for eligible flows).
+tc_only() {
+	if [[ $MMP_FLAVOR != bpf || ( $MMP_ENGINE != tc && $MMP_ENGINE != auto ) ]]; then
+		echo "SKIP $1 $2: tc engine only (MMP_ENGINE=$MMP_ENGINE, $MMP_FLAVOR)"
+		exit 0
+	fi
+	for cmd in bpftool jq tc; do
+		command -v "$cmd" >/dev/null || {
+			echo "FAIL $1 setup: $cmd is not installed (make deps)"
+			exit 1
+		}
+	done
+	if [[ ! -x $MMP_TOOLS/mmpt-bidir ]]; then
+		echo "FAIL $1 setup: $MMP_TOOLS/mmpt-bidir missing (make integration-tools)"
+		exit 1
+	fi
+}
+
+# tc_mmp_start PINDIR LISTEN [EXTRA ARGS...]: start mmproxy-bpf in the proxy
+# namespace with an explicit pin directory (a restarted instance reuses its
+# predecessor's) and extra options (--iface, --detach, --tc-idle-timeout...).
+# $MMP_TC_ARGS (environment, word-split) is appended too, to try an option on
+# every tc test (e.g. MMP_TC_ARGS="--tc-idle-timeout 0").
+# Sets MMP_PID, MMP_LOG, MMP_PINDIR like mmp_start; MMP_START_ERR on failure.
+tc_mmp_start() {
+	local pindir=$1 listen=$2
+	shift 2
+	MMP_STARTS=$((MMP_STARTS + 1))
+	MMP_DEAD_STATUS=""
+	MMP_LISTEN=$listen
+	MMP_PINDIR=$pindir
+	MMP_CMD=("$MMP_BIN" run -l "$listen" -4 "127.0.0.1:$UP_PORT" -6 "[::1]:$UP_PORT" -v "$MMP_VERBOSITY"
+		--pin-dir "$pindir" --engine "$MMP_ENGINE" "$@")
+	# shellcheck disable=SC2206 # word splitting wanted
+	[[ -n ${MMP_TC_ARGS:-} ]] && MMP_CMD+=($MMP_TC_ARGS)
+	MMP_LOG="$T_TMP/mmproxy-$MMP_STARTS.log"
+	cleanup_push "rm -rf '$pindir'"
+	proc_start MMP_PID "$MMP_LOG" "$TOPO_PROXY" "${MMP_CMD[@]}"
+	if ! wait_port "$TOPO_PROXY" "${listen##*:}" 10 "$MMP_PID"; then
+		MMP_START_ERR="proxy did not start listening on $listen: $(grep -v libbpf "$MMP_LOG" | tail -n 5 | tr '\n' ' ')"
+		proc_stop "$MMP_PID" 2
+		return 1
+	fi
+	MMP_RUNNING=1
+	return 0
+}
+
+# tc_pindir TAG: a fresh pin directory name for this file.
+tc_pindir() { echo "/sys/fs/bpf/mmproxy-bpf-test-$$-$1"; }
+
+# tc_pins DIR: the pinned objects left in DIR (one per line; empty when none).
+tc_pins() { find "$1" -mindepth 1 2>/dev/null; }
+
+# tc_our_filters NS: our filters (pref 19789 / handle 0x4d4d) on every
+# interface of NS, both hooks, one line each "DEV HOOK: FILTER"; empty when
+# none is left.
+tc_our_filters() {
+	local ns=$1 dev hook
+	for dev in $(ip -n "$ns" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		for hook in ingress egress; do
+			tc -n "$ns" filter show dev "$dev" "$hook" 2>/dev/null |
+				grep -E "pref $TC_PREF|handle $TC_HANDLE" | sed "s/^/$dev $hook: /"
+		done
+	done
+}
+
+# tc_clsact NS: interfaces of NS that have a clsact qdisc (space separated).
+tc_clsact() {
+	local ns=$1 dev out=""
+	for dev in $(ip -n "$ns" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		tc -n "$ns" qdisc show dev "$dev" 2>/dev/null | grep -q clsact && out+="$dev "
+	done
+	echo "${out% }"
+}
+
+# tc_map_count DIR MAP: entries in a pinned map (-1 when it cannot be read).
+tc_map_count() {
+	local n
+	n=$(bpftool -j map dump pinned "$1/$2" 2>/dev/null | jq length 2>/dev/null) || n=-1
+	echo "${n:--1}"
+}
+
+# tc_counter DIR NAME: a global counter of mmp_tc_counters, summed over CPUs,
+# as `mmproxy-bpf stats` prints it (packets_translated, freeze_drops...).
+tc_counter() {
+	"$MMP_BIN" stats --pin-dir "$1" 2>/dev/null | awk -v k="$2" '$1 == k {print $2; exit}'
+}
+
+# tc_handoff_stats LOG [MARK]: over the "spliced in the kernel after N us"
+# lines after MARK, set HO_N, and HO_P50/HO_P99/HO_MAX in ms (3 decimals).
+tc_handoff_stats() {
+	local log=$1 mark=${2:-0} vals
+	vals=$(log_since "$log" "$mark" | sed -n 's/.*spliced in the kernel after \([0-9]*\) us.*/\1/p' | sort -n)
+	HO_N=$(grep -c . <<<"$vals")
+	read -r HO_P50 HO_P99 HO_MAX <<<"$(awk '{a[NR] = $1} END {
+		if (!NR) { print "- - -"; exit }
+		i50 = int(NR * 0.50 + 0.999999); i99 = int(NR * 0.99 + 0.999999)
+		printf "%.3f %.3f %.3f\n", a[i50] / 1000, a[i99] / 1000, a[NR] / 1000 }' <<<"$vals")"
+}
+
+# percentiles FILE_OR_STDIN: "p50 P p99 Q max M" of one number per line.
+percentiles() {
+	sort -n | awk '{a[NR] = $1} END {
+		if (!NR) { print "p50 - p99 - max -"; exit }
+		i50 = int(NR * 0.50 + 0.999999); i99 = int(NR * 0.99 + 0.999999)
+		printf "p50 %s p99 %s max %s\n", a[i50], a[i99], a[NR] }'
+}
+
+# tc_totals [LOG]: parse the exit "totals:" line into TOT_ACCEPTED,
+# TOT_SPLICED, TOT_TC, TOT_TC_INELIGIBLE, TOT_TC_ABORTED. Returns 1 without it.
+tc_totals() {
+	local line
+	line=$(grep -m1 'totals: accepted' "${1:-$MMP_LOG}" 2>/dev/null) || return 1
+	TOT_ACCEPTED=$(sed -n 's/.*accepted \([0-9]*\).*/\1/p' <<<"$line")
+	TOT_SPLICED=$(sed -n 's/.*spliced \([0-9]*\).*/\1/p' <<<"$line")
+	TOT_TC=$(sed -n 's/.*(tc \([0-9]*\).*/\1/p' <<<"$line")
+	TOT_TC_INELIGIBLE=$(sed -n 's/.*tc ineligible \([0-9]*\).*/\1/p' <<<"$line")
+	TOT_TC_ABORTED=$(sed -n 's/.*tc aborted \([0-9]*\).*/\1/p' <<<"$line")
+	[[ -n $TOT_TC && -n $TOT_TC_INELIGIBLE && -n $TOT_TC_ABORTED ]]
+}
+
+# tc_wait_spliced LOG MARK CLIENT [TIMEOUT_S]: wait for the hand-off outcome
+# of CLIENT ("ADDR:PORT", "[V6]:PORT") after MARK. Returns 0 when spliced in
+# the kernel; otherwise 1 with TC_OUTCOME set to the line (or "no outcome").
+tc_wait_spliced() {
+	local log=$1 mark=$2 client=$3 timeout=${4:-5} i line
+	for ((i = 0; i < timeout * 20; i++)); do
+		line=$(log_since "$log" "$mark" | grep 'tc engine: ' | grep -F -m1 "client $client ")
+		if [[ -n $line ]]; then
+			TC_OUTCOME=${line#*tc engine: }
+			[[ $TC_OUTCOME == *"spliced in the kernel"* ]] && return 0
+			return 1
+		fi
+		sleep 0.05
+	done
+	TC_OUTCOME="no tc engine line for client $client within $timeout s"
+	return 1
+}
+
+# tc_outcomes LOG [MARK]: counts of the per-flow outcomes after MARK:
+# OC_SPLICED, OC_STAYS, OC_ABORTED, and OC_FIRST_OTHER (the first line that
+# is not "spliced", for the FAIL message).
+tc_outcomes() {
+	local since
+	since=$(log_since "$1" "${2:-0}" | grep 'tc engine: ')
+	OC_SPLICED=$(grep -c 'spliced in the kernel' <<<"$since")
+	OC_STAYS=$(grep -c 'stays on splice' <<<"$since")
+	OC_ABORTED=$(grep -c 'aborted (' <<<"$since")
+	OC_FIRST_OTHER=$(grep -E -m1 'stays on splice|aborted \(' <<<"$since" | sed 's/.*tc engine: //')
+}
+
+# loadavg: the 1-minute load average (timings on 2 shared cores are noisy).
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
+
+# TCP counters that show stalls and drops, for the whole of a namespace (every
+# socket of these tests lives in the proxy namespace or the client's).
+TC_NSTAT_KEYS="TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtPAWSEstab TcpExtTCPACKSkippedPAWS TcpExtTCPWinProbe TcpExtTCPZeroWindowDrop"
+
+# tc_nstat NS VAR: remember the counters of NS in the associative array VAR.
+tc_nstat() {
+	local ns=$1 k v
+	declare -gA "$2"
+	local -n __a=$2
+	while read -r k v _; do
+		[[ " $TC_NSTAT_KEYS " == *" $k "* ]] && __a[$k]=$v
+	done < <(ns_exec "$ns" nstat -asz 2>/dev/null)
+}
+
+# tc_nstat_delta NS BEFORE_VAR: the differences since tc_nstat NS BEFORE_VAR,
+# in NSTAT_D[KEY] and, readable, in NSTAT_STR (call it in the test's shell,
+# not in $(...)).
+tc_nstat_delta() {
+	local ns=$1 k out=""
+	local -n __b=$2
+	declare -gA NSTAT_D=()
+	declare -A __now=()
+	tc_nstat "$ns" __now
+	for k in $TC_NSTAT_KEYS; do
+		NSTAT_D[$k]=$((${__now[$k]:-0} - ${__b[$k]:-0}))
+	done
+	NSTAT_STR="retransmits ${NSTAT_D[TcpRetransSegs]}, RTOs ${NSTAT_D[TcpExtTCPTimeouts]}, loss probes ${NSTAT_D[TcpExtTCPLossProbes]}, PAWS drops ${NSTAT_D[TcpExtPAWSEstab]}, acks skipped by PAWS ${NSTAT_D[TcpExtTCPACKSkippedPAWS]}, window probes ${NSTAT_D[TcpExtTCPWinProbe]}, zero-window drops ${NSTAT_D[TcpExtTCPZeroWindowDrop]}"
+}
+
+# tc_run_bidir NS OUT ARGS...: run mmpt-bidir ARGS in NS, output in OUT, and
+# while it runs, for every "stall" line it prints (a connection that moved no
+# byte for 2 s, still open), save what the kernel and the maps say about it
+# to $T_TMP/stall-I.txt: ss -tinoe of its four sockets and its entry in
+# `mmproxy-bpf stats` (MMP_PINDIR). Sets TC_STALLS (how many) and
+# TC_STALL_DIAG (the first one, condensed, for a FAIL line). Returns the
+# tool's exit status.
+# tc_bidir_start NS OUT ARGS... + tc_bidir_wait: the same in two steps, to do
+# something (a restart) while it runs; BIDIR_PID is the tool's PID.
+tc_run_bidir() {
+	tc_bidir_start "$@"
+	tc_bidir_wait
+}
+
+tc_bidir_start() {
+	BIDIR_NS=$1
+	BIDIR_OUT=$2
+	shift 2
+	TC_STALLS=0
+	TC_STALL_DIAG=""
+	BIDIR_SEEN=0
+	BIDIR_T0=$(date +%s%N)
+	: >"$BIDIR_OUT"
+	proc_start BIDIR_PID "$BIDIR_OUT" "$BIDIR_NS" "$MMP_TOOLS/mmpt-bidir" "$@"
+}
+
+# tc_bidir_poll: save the diagnostics of new "stall" lines (see above).
+tc_bidir_poll() {
+	local line idx caddr cport lbport f
+	while read -r line; do
+		read -r _ idx caddr cport _ lbport _ <<<"$line"
+		[[ $caddr == *:* ]] && caddr="[$caddr]"
+		f="$T_TMP/stall-$idx.txt"
+		{
+			echo "$line"
+			echo "--- at $((($(date +%s%N) - BIDIR_T0) / 1000000)) ms; ss -tinoe (namespace $BIDIR_NS): the client $caddr:$cport's sockets and the load balancer's port $lbport"
+			ns_exec "$BIDIR_NS" ss -tinoe "( src $caddr:$cport or dst $caddr:$cport or sport = :$lbport or dport = :$lbport )"
+			echo "--- mmproxy-bpf stats --pin-dir ${MMP_PINDIR:-?} (this flow)"
+			"$MMP_BIN" stats --pin-dir "${MMP_PINDIR:-/nonexistent}" 2>&1 |
+				grep -B1 -A4 -E ":$lbport -> " | head -n 8
+			echo "--- tc counters"
+			"$MMP_BIN" stats --pin-dir "${MMP_PINDIR:-/nonexistent}" 2>&1 | sed -n '/^tc counters/,/^tc flows/p'
+		} >"$f" 2>&1
+		TC_STALLS=$((TC_STALLS + 1))
+		[[ -z $TC_STALL_DIAG ]] && TC_STALL_DIAG="$(head -n 1 "$f"); sockets: $(sed -n '3,12p' "$f" | tr -s ' \n' ' ' | cut -c1-700)"
+	done < <(grep '^stall ' "$BIDIR_OUT" 2>/dev/null | tail -n +$((BIDIR_SEEN + 1)))
+	BIDIR_SEEN=$(grep -c '^stall ' "$BIDIR_OUT" 2>/dev/null)
+}
+
+tc_bidir_wait() {
+	while proc_alive "$BIDIR_PID"; do
+		tc_bidir_poll
+		sleep 0.2
+	done
+	tc_bidir_poll
+	wait "$BIDIR_PID" 2>/dev/null
+}
