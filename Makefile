@@ -45,7 +45,7 @@ $(BUILD) $(BUILD)/user:
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
-	$(BPFTOOL) gen object $@ $@.tmp.o
+	$(BPFTOOL) gen object $@ $@.tmp.o || { rm -f $@ $@.tmp.o; false; }
 	@rm -f $@.tmp.o
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
@@ -54,7 +54,9 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/user
 	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) -c $< -o $@
 
+# Rebuilt from scratch: `ar r` keeps members of deleted sources, which then shadow nothing but link stale code.
 $(BUILD)/libmmp.a: $(USER_OBJS)
+	@rm -f $@
 	ar rcs $@ $^
 
 $(BIN): $(BUILD)/user/main.o $(BUILD)/libmmp.a

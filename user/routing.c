@@ -113,11 +113,47 @@ static int setup_family(const struct family_route *r, const char *table)
 	return 0;
 }
 
+/* lo sysctls the in-kernel UDP path needs for a remote load balancer (DESIGN §4). */
+static const char *const lo_sysctls[] = {
+	"/proc/sys/net/ipv4/conf/lo/route_localnet",
+	"/proc/sys/net/ipv4/conf/lo/accept_local",
+};
+
+bool mmp_lo_sysctls_ok(void)
+{
+	for (size_t i = 0; i < sizeof(lo_sysctls) / sizeof(lo_sysctls[0]); i++) {
+		char v = '0';
+		FILE *f = fopen(lo_sysctls[i], "re");
+
+		if (f) {
+			v = (char)fgetc(f);
+			fclose(f);
+		}
+		if (v != '1')
+			return false;
+	}
+	return true;
+}
+
+static void set_lo_sysctls(void)
+{
+	for (size_t i = 0; i < sizeof(lo_sysctls) / sizeof(lo_sysctls[0]); i++) {
+		FILE *f = fopen(lo_sysctls[i], "we");
+
+		if (f && fputs("1\n", f) >= 0 && fclose(f) == 0)
+			printf("ok: %s = 1\n", lo_sysctls[i]);
+		else
+			pr_err("failed to set %s (the in-kernel UDP path for remote load balancers needs it)",
+			       lo_sysctls[i]);
+	}
+}
+
 int mmp_routing_setup(int table)
 {
 	char t[16];
 	int err = 0;
 
+	set_lo_sysctls();
 	snprintf(t, sizeof(t), "%d", table);
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		int ret = setup_family(&routes[i], t);

@@ -12,6 +12,7 @@
 #include "mmp_maps.h"
 #include "mmp_tc.h"
 #include "stats.h"
+#include "udp_stats.h"
 
 static const char *const counter_names[MMP_CNT_MAX] = {
 	[MMP_CNT_REDIRECTED_BYTES] = "redirected_bytes",
@@ -232,6 +233,7 @@ int mmp_stats_command(const char *pin_dir)
 		print_tc_flows(tc_flows, tc_stats);
 	if (flows >= 0)
 		print_flows(flows);
+	mmp_udp_stats_print(pin_dir);
 	if (flows < 0 && tc_flows < 0)
 		printf("no in-kernel engine loaded (engine splice moves bytes in userspace; no per-flow maps)\n");
 	close_if_open(allow4);

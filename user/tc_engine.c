@@ -56,7 +56,6 @@ struct mmp_tc {
 	char pin_dir[PATH_MAX - 64];
 	int tuples_fd, flows_fd, stats_fd;
 	int ifindex[MAX_IFACES]; /* [0] is lo */
-	bool created_hook[MAX_IFACES][2]; /* we created the clsact: [ingress, egress] */
 	int nifaces;
 	int raw4, raw6; /* window updates */
 	uint32_t prio; /* our filters' priority, from the pin directory */
@@ -98,9 +97,7 @@ static int attach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point wher
 	int err;
 
 	err = bpf_tc_hook_create(&hook);
-	if (!err)
-		tc->created_hook[idx][where == BPF_TC_EGRESS] = true;
-	else if (err != -EEXIST)
+	if (err && err != -EEXIST)
 		goto fail;
 	/* REPLACE: a restarted instance takes over its predecessor's filter in place. */
 	err = bpf_tc_attach(&hook, &opts);
@@ -118,13 +115,8 @@ static void detach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point whe
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = tc->prio);
 
+	/* Our filter only: the clsact qdisc may carry other filters (the UDP engine's, other tools'). */
 	bpf_tc_detach(&hook, &opts);
-	/* Only remove a clsact qdisc we added; other filters may live on it otherwise. */
-	if (tc->created_hook[idx][where == BPF_TC_EGRESS]) {
-		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
-		if (tc->created_hook[idx][0] && tc->created_hook[idx][1])
-			bpf_tc_hook_destroy(&hook);
-	}
 }
 
 static int open_raw(int family)

@@ -32,6 +32,7 @@
 #include "mmp_tc.h"
 #include "tc.skel.h"
 
+#define TC_ACT_UNSPEC (-1) /* not ours: the next filter decides */
 #define TC_ACT_OK 0
 #define TC_ACT_SHOT 2
 #define TC_ACT_REDIRECT 7
@@ -501,7 +502,7 @@ static const struct rw_case cases[] = {
 		.up = { .seq_delta = 1000, .ack_delta = 2000, .wsin = 7, .wsout = 9, .ts = 1, .sack = 1, .ts_base = 5000 },
 		.down = DIR_TS_SACK,
 		.steps = {
-			{ EXP_SAME, .in = { .tup = T_OTHER, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 500,
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_OTHER, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 500,
 					    .opts = "NNT", .tsval = 100, .tsecr = 200, .payload = 10 } },
 		},
 		.check_stats = true,
@@ -512,9 +513,9 @@ static const struct rw_case cases[] = {
 		.family = 4,
 		.mode = 0,
 		.steps = {
-			{ EXP_SAME, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 500, .opts = "NNT",
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 500, .opts = "NNT",
 					    .tsval = 100, .tsecr = 200 } },
-			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 1, .ack = 2, .flags = ACK, .win = 500 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_HOLD1, .seq = 1, .ack = 2, .flags = ACK, .win = 500 } },
 		},
 		.check_cnt = true,
 	},
@@ -525,7 +526,7 @@ static const struct rw_case cases[] = {
 		.up = { .seq_delta = 1000, .ack_delta = 2000, .wsin = 7, .wsout = 7 },
 		.down = DIR_TS_SACK,
 		.steps = {
-			{ EXP_SAME, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 500, .payload = 64,
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 500, .payload = 64,
 					    .frag_off = 0x2000 } },
 		},
 		.check_stats = true,
@@ -775,11 +776,11 @@ static const struct rw_case cases[] = {
 			{ EXP_SAME, .in = { .tup = T_UP, .seq = 0x1000, .flags = SYN, .win = 64240, .opts = "MPTNW",
 					    .tsval = 12345 } },
 			/* The new connection's next segment: the tuple is no longer in the map. */
-			{ EXP_SAME, .in = { .tup = T_UP, .seq = 0x1001, .ack = 0x2001, .flags = ACK, .win = 502,
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 0x1001, .ack = 0x2001, .flags = ACK, .win = 502,
 					    .opts = "NNT", .tsval = 12346, .tsecr = 555 } },
 			{ EXP_SAME, .in = { .tup = T_DOWN, .seq = 0x2000, .ack = 0x1001, .flags = SYN | ACK,
 					    .win = 65160, .opts = "MPTNW", .tsval = 555, .tsecr = 12345 } },
-			{ EXP_SAME, .in = { .tup = T_DOWN, .seq = 0x2001, .ack = 0x1001, .flags = ACK | PSH,
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_DOWN, .seq = 0x2001, .ack = 0x1001, .flags = ACK | PSH,
 					    .win = 509, .payload = 10 } },
 		},
 		.check_stats = true,
@@ -1076,7 +1077,7 @@ static const struct rw_case cases[] = {
 		.up = { .seq_delta = 1, .ack_delta = 2, .wsin = 7, .wsout = 8 },
 		.down = DIR_TS_SACK,
 		.steps = {
-			{ EXP_SAME, .in = { .tup = T_OTHER, .seq = 1, .ack = 2, .flags = ACK, .win = 500 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_OTHER, .seq = 1, .ack = 2, .flags = ACK, .win = 500 } },
 		},
 		.check_stats = true,
 		.check_cnt = true,
