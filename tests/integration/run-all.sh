@@ -46,6 +46,8 @@ fi
 
 echo "# integration tests: MMP_BIN=$MMP_BIN MMP_ENGINE=$MMP_ENGINE"
 pass=0 fail=0 skip=0
+retried=()
+RETRY_ONCE=${RETRY_ONCE-t13}
 start=$(date +%s)
 for f in "${files[@]}"; do
 	name=$(basename "$f" .sh)
@@ -55,8 +57,18 @@ for f in "${files[@]}"; do
 	# follows 20 s later only if that cleanup hangs.
 	timeout -k 20 "$PER_FILE_TIMEOUT" bash "$f" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
-	p=$(grep -c '^PASS ' "$out")
 	fl=$(grep -c '^FAIL ' "$out")
+	# Known intermittent failures get one more run, said out loud; a second
+	# failure fails. t13: the remote load balancer path stalls about 1 run in
+	# 10 under load (open bug, see the tc engine issue), not yet understood.
+	if ((fl > 0)) && [[ " $RETRY_ONCE " == *" ${name%%-*} "* ]]; then
+		echo "# $name: $fl failed; known intermittent ($name), running it once more"
+		timeout -k 20 "$PER_FILE_TIMEOUT" bash "$f" 2>&1 | tee "$out"
+		rc=${PIPESTATUS[0]}
+		fl=$(grep -c '^FAIL ' "$out")
+		retried+=("$name")
+	fi
+	p=$(grep -c '^PASS ' "$out")
 	s=$(grep -c '^SKIP ' "$out")
 	if ((rc == 124 || rc == 137)); then
 		echo "FAIL $name: timed out after $PER_FILE_TIMEOUT s"
@@ -69,6 +81,6 @@ for f in "${files[@]}"; do
 	pass=$((pass + p)) fail=$((fail + fl)) skip=$((skip + s))
 	echo "# $name: $p passed, $fl failed, $s skipped in $(($(date +%s) - t0)) s"
 done
-echo "# total $(($(date +%s) - start)) s, $skip skipped (SKIP lines)"
+echo "# total $(($(date +%s) - start)) s, $skip skipped (SKIP lines)${retried:+, retried once: ${retried[*]}}"
 echo "$pass passed, $fail failed"
 ((fail == 0))
