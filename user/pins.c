@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "log.h"
 #include "pins.h"
@@ -23,6 +24,14 @@ int mmp_pin_map(const char *dir, struct bpf_map *map)
 	if (err)
 		pr_err("failed to pin map at %s: %s", path, strerror(-err));
 	return err;
+}
+
+int mmp_open_pin(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return bpf_obj_get(path);
 }
 
 void mmp_unpin(const char *dir, const char *name)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "mmp_maps.h"
 #include "sockaddr.h"
 
 static int parse_port(const char *s, in_port_t *port)
@@ -110,6 +111,22 @@ const char *mmp_fmt_addr(const struct sockaddr *sa, char *buf)
 socklen_t mmp_sockaddr_len(const struct sockaddr *sa)
 {
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+const char *mmp_fmt_map_addr(const struct mmp_addr *a, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (a->family == AF_INET) {
+		inet_ntop(AF_INET, a->addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, a->port);
+	} else if (a->family == AF_INET6) {
+		inet_ntop(AF_INET6, a->addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, a->port);
+	} else {
+		snprintf(buf, len, "-");
+	}
+	return buf;
 }
 
 bool mmp_is_local_addr(const struct sockaddr_storage *ss)

@@ -23,6 +23,10 @@ socklen_t mmp_sockaddr_len(const struct sockaddr *sa);
 /* Turn an IPv4-mapped IPv6 address (::ffff:a.b.c.d) into plain IPv4, in place. */
 bool mmp_unmap_v4(struct sockaddr_storage *ss);
 
+struct mmp_addr;
+/* Format a map's struct mmp_addr as "ip:port" / "[ip6]:port" ("-" when unset). */
+const char *mmp_fmt_map_addr(const struct mmp_addr *a, char *buf, size_t len);
+
 /* True when ss's address is configured on this host (in this network namespace). */
 bool mmp_is_local_addr(const struct sockaddr_storage *ss);
 

@@ -11,6 +11,8 @@
 #include <bpf/libbpf.h>
 #include "mmp_maps.h"
 #include "mmp_tc.h"
+#include "pins.h"
+#include "sockaddr.h"
 #include "stats.h"
 #include "udp_stats.h"
 
@@ -23,30 +25,6 @@ static const char *const counter_names[MMP_CNT_MAX] = {
 	[MMP_CNT_REDIRECT_FAILED] = "strip_failures",
 	[MMP_CNT_DUPLICATE_BYTES] = "duplicate_bytes_dropped",
 };
-
-static int open_pinned(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return bpf_obj_get(path);
-}
-
-static const char *fmt_addr(const struct mmp_addr *a, char *buf, size_t len)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (a->family == AF_INET) {
-		inet_ntop(AF_INET, a->addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, a->port);
-	} else if (a->family == AF_INET6) {
-		inet_ntop(AF_INET6, a->addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, a->port);
-	} else {
-		snprintf(buf, len, "-");
-	}
-	return buf;
-}
 
 static int count_entries(int fd, size_t key_size)
 {
@@ -99,8 +77,8 @@ static void print_flows(int fd)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &f))
 			continue;
-		printf("  %-46s %-46s %14llu %14llu %s%s\n", fmt_addr(&f.client, a, sizeof(a)),
-		       fmt_addr(&f.upstream, b, sizeof(b)), (unsigned long long)f.up.bytes,
+		printf("  %-46s %-46s %14llu %14llu %s%s\n", mmp_fmt_map_addr(&f.client, a, sizeof(a)),
+		       mmp_fmt_map_addr(&f.upstream, b, sizeof(b)), (unsigned long long)f.up.bytes,
 		       (unsigned long long)f.down.bytes, f.up.paused ? "up-paused " : "",
 		       f.down.paused ? "down-paused" : "");
 		n++;
@@ -207,13 +185,13 @@ static void close_if_open(int fd)
 
 int mmp_stats_command(const char *pin_dir)
 {
-	int allow4 = open_pinned(pin_dir, MMP_ALLOW4_MAP);
-	int allow6 = open_pinned(pin_dir, MMP_ALLOW6_MAP);
-	int flows = open_pinned(pin_dir, MMP_FLOWS_MAP);
-	int counters = open_pinned(pin_dir, MMP_COUNTERS_MAP);
-	int tc_flows = open_pinned(pin_dir, MMP_TC_FLOWS_MAP);
-	int tc_stats = open_pinned(pin_dir, MMP_TC_STATS_MAP);
-	int tc_counters = open_pinned(pin_dir, MMP_TC_COUNTERS_MAP);
+	int allow4 = mmp_open_pin(pin_dir, MMP_ALLOW4_MAP);
+	int allow6 = mmp_open_pin(pin_dir, MMP_ALLOW6_MAP);
+	int flows = mmp_open_pin(pin_dir, MMP_FLOWS_MAP);
+	int counters = mmp_open_pin(pin_dir, MMP_COUNTERS_MAP);
+	int tc_flows = mmp_open_pin(pin_dir, MMP_TC_FLOWS_MAP);
+	int tc_stats = mmp_open_pin(pin_dir, MMP_TC_STATS_MAP);
+	int tc_counters = mmp_open_pin(pin_dir, MMP_TC_COUNTERS_MAP);
 
 	if (allow4 < 0 && flows < 0 && tc_flows < 0) {
 		fprintf(stderr, "mmproxy-bpf: nothing pinned under %s (is mmproxy-bpf running? pass its --pin-dir)\n",

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "sockaddr.h"
 #include "udp_sock.h"
+#include "upstream.h"
 
 #ifndef UDP_GRO
 #define UDP_GRO 104
@@ -88,15 +89,6 @@ fail_nofd:
 	return err;
 }
 
-static int set_transparent(int fd, int family)
-{
-	int one = 1;
-
-	if (family == AF_INET6)
-		return setsockopt(fd, SOL_IPV6, IPV6_TRANSPARENT, &one, sizeof(one));
-	return setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one));
-}
-
 int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, bool rcvmark,
 			uint64_t *cookie, const char **what)
 {
@@ -107,22 +99,8 @@ int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *targe
 	fd = socket(target->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (mark) {
-		*what = "SO_MARK";
-		if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)))
-			goto fail;
-	}
-	if (src) {
-		*what = target->sa_family == AF_INET6 ? "IPV6_TRANSPARENT" : "IP_TRANSPARENT";
-		if (set_transparent(fd, target->sa_family))
-			goto fail;
-		*what = "SO_REUSEADDR";
-		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
-			goto fail;
-		*what = "bind";
-		if (bind(fd, src, mmp_sockaddr_len(src)))
-			goto fail;
-	}
+	if (mmp_spoof_bind(fd, target->sa_family, src, mark, what))
+		goto fail;
 	/* Replies the upstream sends with UDP_SEGMENT stay one read; optional. */
 	setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))

@@ -10,6 +10,8 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include "mmp_udp.h"
+#include "pins.h"
+#include "sockaddr.h"
 #include "udp_stats.h"
 
 static const char *const cnt_names[MMP_UDP_CNT_MAX] = {
@@ -23,30 +25,6 @@ static const char *const cnt_desc[MMP_UDP_CNT_MAX] = {
 	MMP_UDP_COUNTERS(X)
 #undef X
 };
-
-static int open_pinned(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return bpf_obj_get(path);
-}
-
-static const char *fmt_addr(const struct mmp_addr *a, char *buf, size_t len)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (a->family == AF_INET) {
-		inet_ntop(AF_INET, a->addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, a->port);
-	} else if (a->family == AF_INET6) {
-		inet_ntop(AF_INET6, a->addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, a->port);
-	} else {
-		snprintf(buf, len, "-");
-	}
-	return buf;
-}
 
 static const char *format_name(__u32 f)
 {
@@ -76,8 +54,8 @@ static void print_flow(__u64 now, const struct mmp_udp_flow *f)
 
 	static const char *const kernel[] = { "-", "fwd", "rev", "both" };
 
-	printf("  %-42s %-42s %-5s %-6s %10llu %12llu %10llu %12llu %7.1f\n", fmt_addr(&f->client, a, sizeof(a)),
-	       fmt_addr(&f->lb, b, sizeof(b)), format_name(f->format), kernel[f->kernel & 3],
+	printf("  %-42s %-42s %-5s %-6s %10llu %12llu %10llu %12llu %7.1f\n", mmp_fmt_map_addr(&f->client, a, sizeof(a)),
+	       mmp_fmt_map_addr(&f->lb, b, sizeof(b)), format_name(f->format), kernel[f->kernel & 3],
 	       (unsigned long long)f->pkts_up, (unsigned long long)f->bytes_up, (unsigned long long)f->pkts_down,
 	       (unsigned long long)f->bytes_down, now > f->last_seen_ns ? (double)(now - f->last_seen_ns) / 1e9 : 0.0);
 }
@@ -146,8 +124,8 @@ static void print_flows(int fd)
 
 void mmp_udp_stats_print(const char *pin_dir)
 {
-	int cnt = open_pinned(pin_dir, MMP_UDP_COUNTERS_MAP);
-	int flows = open_pinned(pin_dir, MMP_UDP_FLOWS_MAP);
+	int cnt = mmp_open_pin(pin_dir, MMP_UDP_COUNTERS_MAP);
+	int flows = mmp_open_pin(pin_dir, MMP_UDP_FLOWS_MAP);
 
 	/* Not a UDP instance: say nothing. */
 	if (cnt >= 0)

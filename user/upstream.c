@@ -19,6 +19,28 @@ static int set_transparent(int fd, int family)
 	return setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one));
 }
 
+int mmp_spoof_bind(int fd, int family, const struct sockaddr *src, uint32_t mark, const char **what)
+{
+	int one = 1;
+
+	if (mark) {
+		*what = "SO_MARK";
+		if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)))
+			return -errno;
+	}
+	if (!src)
+		return 0;
+	*what = family == AF_INET6 ? "IPV6_TRANSPARENT" : "IP_TRANSPARENT";
+	if (set_transparent(fd, family))
+		return -errno;
+	/* The client's ip:port may still be in TIME_WAIT from its previous connection. */
+	*what = "SO_REUSEADDR";
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		return -errno;
+	*what = "bind";
+	return bind(fd, src, mmp_sockaddr_len(src)) ? -errno : 0;
+}
+
 int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, int maxseg,
 			 const char **what)
 {
@@ -42,23 +64,8 @@ int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *targ
 		if (setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &maxseg, sizeof(maxseg)))
 			goto fail;
 	}
-	if (mark) {
-		*what = "SO_MARK";
-		if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)))
-			goto fail;
-	}
-	if (src) {
-		*what = target->sa_family == AF_INET6 ? "IPV6_TRANSPARENT" : "IP_TRANSPARENT";
-		if (set_transparent(fd, target->sa_family))
-			goto fail;
-		/* The client's ip:port may still be in TIME_WAIT from its previous connection. */
-		*what = "SO_REUSEADDR";
-		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
-			goto fail;
-		*what = "bind";
-		if (bind(fd, src, mmp_sockaddr_len(src)))
-			goto fail;
-	}
+	if (mmp_spoof_bind(fd, target->sa_family, src, mark, what))
+		goto fail;
 	*what = "connect";
 	if (connect(fd, target, mmp_sockaddr_len(target)) && errno != EINPROGRESS)
 		goto fail;

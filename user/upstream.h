@@ -17,6 +17,13 @@
 int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, int maxseg,
 			 const char **what);
 
+/*
+ * The spoofing part of an upstream socket, TCP or UDP: SO_MARK when mark != 0,
+ * then for src: IP(V6)_TRANSPARENT, SO_REUSEADDR and a bind to exactly src.
+ * Returns 0, or -errno with *what naming the step.
+ */
+int mmp_spoof_bind(int fd, int family, const struct sockaddr *src, uint32_t mark, const char **what);
+
 /* A hint for an upstream-step errno, e.g. "(run as root or grant CAP_NET_ADMIN)"; "" if none. */
 const char *mmp_upstream_hint(const char *what, int err);
 
