@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
-#include <linux/tcp.h> /* struct tcp_info with bytes_acked/bytes_received */
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -17,6 +16,7 @@
 #include "mmp_maps.h"
 #include "pins.h"
 #include "sockaddr.h"
+#include "sockinfo.h"
 #include "sockmap.h"
 #include "sockmap.skel.h"
 #include "worker.h"
@@ -97,21 +97,6 @@ void mmp_sockmap_close(struct mmp_sockmap *sm)
 	free(sm);
 }
 
-static int sock_cookie(int fd, uint64_t *cookie)
-{
-	socklen_t len = sizeof(*cookie);
-
-	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &len) ? -errno : 0;
-}
-
-static int tcp_info(int fd, struct tcp_info *ti)
-{
-	socklen_t len = sizeof(*ti);
-
-	memset(ti, 0, sizeof(*ti));
-	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) ? -errno : 0;
-}
-
 /*
  * Bytes fd has taken into its send queue so far: acked + still queued. Read
  * acked first: the sum can then only under-estimate, so a drain check that
@@ -122,7 +107,7 @@ static int64_t bytes_written(int fd)
 	struct tcp_info ti;
 	int outq = 0;
 
-	if (tcp_info(fd, &ti) || ioctl(fd, SIOCOUTQ, &outq))
+	if (mmp_tcp_info(fd, &ti) || ioctl(fd, SIOCOUTQ, &outq))
 		return -1;
 	return (int64_t)ti.tcpi_bytes_acked + outq;
 }
@@ -220,9 +205,9 @@ int mmp_sockmap_start(struct mmp_worker *w, struct mmp_conn *c)
 	int err;
 
 	memset(s, 0, sizeof(*s));
-	err = sock_cookie(c->client.fd, &s->cookie[0]);
+	err = mmp_sock_cookie(c->client.fd, &s->cookie[0]);
 	if (!err)
-		err = sock_cookie(c->upstream.fd, &s->cookie[1]);
+		err = mmp_sock_cookie(c->upstream.fd, &s->cookie[1]);
 	if (!err)
 		err = prepare_entries(sm, c);
 	if (err)
@@ -357,7 +342,7 @@ static bool direction_complete(struct mmp_worker *w, struct mmp_conn *c, int i)
 	struct mmp_flow_dir d;
 	struct tcp_info ti;
 
-	if (lookup_dir(w->sockmap, c, i, &d) || tcp_info(fd_of(c, i), &ti))
+	if (lookup_dir(w->sockmap, c, i, &d) || mmp_tcp_info(fd_of(c, i), &ti))
 		return false;
 	/* bytes_received counts the FIN as one byte. */
 	if (d.consumed + 1 < ti.tcpi_bytes_received)

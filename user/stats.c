@@ -14,6 +14,7 @@
 #include "pins.h"
 #include "sockaddr.h"
 #include "stats.h"
+#include "tc_engine.h"
 #include "udp_stats.h"
 
 static const char *const counter_names[MMP_CNT_MAX] = {
@@ -100,15 +101,6 @@ static const char *fmt_tuple(const struct mmp_tc_tuple *t, char *buf, size_t len
 	return buf;
 }
 
-static void reverse(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t)
-{
-	*r = *t;
-	r->sport = t->dport;
-	r->dport = t->sport;
-	memcpy(r->saddr, t->daddr, 16);
-	memcpy(r->daddr, t->saddr, 16);
-}
-
 static void print_tc_counters(int fd)
 {
 	static const char *const names[MMP_TC_CNT_MAX] = {
@@ -156,7 +148,7 @@ static void print_tc_flows(int flows_fd, int stats_fd)
 		if (bpf_map_lookup_elem(flows_fd, &key, &f))
 			continue;
 		bpf_map_lookup_elem(stats_fd, &key, &st);
-		reverse(&lb, &f.down.out);
+		mmp_tc_reverse_tuple(&lb, &f.down.out);
 		printf("  flow %llu %s\n", (unsigned long long)key,
 		       f.mode == MMP_TC_MODE_SPLICE ? "" : f.mode == MMP_TC_MODE_HOLD ? "(hand-off: hold)" : "(hand-off: freeze)");
 		if (f.mode != MMP_TC_MODE_SPLICE)

@@ -11,7 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <linux/sockios.h>
-#include <linux/tcp.h> /* struct tcp_info with the option bits, TCP_REPAIR_* */
+#include <linux/tcp.h> /* TCP_REPAIR_* */
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <bpf/bpf.h>
@@ -22,6 +22,7 @@
 #include "mmp_tc.h"
 #include "pins.h"
 #include "sockaddr.h"
+#include "sockinfo.h"
 #include "splice.h"
 #include "tc_engine.h"
 #include "tc_packet.h"
@@ -345,14 +346,6 @@ int mmp_tc_conn2_mss(int client_fd)
 
 /* ---- the hand-off ---- */
 
-static int tcp_info_of(int fd, struct tcp_info *ti)
-{
-	socklen_t len = sizeof(*ti);
-
-	memset(ti, 0, sizeof(*ti));
-	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) ? -errno : 0;
-}
-
 static int addr_of(int fd, bool peer, struct sockaddr_storage *ss)
 {
 	socklen_t len = sizeof(*ss);
@@ -386,7 +379,7 @@ static void make_tuple(struct mmp_tc_tuple *t, const struct sockaddr_storage *sr
 	}
 }
 
-static void reverse_tuple(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t)
+void mmp_tc_reverse_tuple(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t)
 {
 	*r = *t;
 	r->sport = t->dport;
@@ -399,6 +392,21 @@ static void reverse_tuple(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t)
 struct flow_tuples {
 	struct mmp_tc_tuple t[4];
 };
+
+/* The tuples of a spliced flow, derived from its translation: each peer's tuple is the reverse of what it receives. */
+static void tuples_of_flow(const struct mmp_tc_flow *flow, struct flow_tuples *ft)
+{
+	mmp_tc_reverse_tuple(&ft->t[MMP_TC_ROLE_UP], &flow->down.out);
+	mmp_tc_reverse_tuple(&ft->t[MMP_TC_ROLE_DOWN], &flow->up.out);
+	ft->t[MMP_TC_ROLE_HOLD_CONN1] = flow->down.out;
+	ft->t[MMP_TC_ROLE_HOLD_CONN2] = flow->up.out;
+}
+
+/* Both sides sent a FIN, or one reset: nothing but stray segments can follow. */
+static bool flow_ended(const struct mmp_tc_stats *st)
+{
+	return st->rst || (st->fin[0] && st->fin[1]);
+}
 
 static int flow_tuples(struct mmp_conn *c, struct flow_tuples *ft)
 {
@@ -433,7 +441,7 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 	bool local_lb;
 	struct sockaddr_storage l;
 
-	if (tcp_info_of(c->client.fd, &a) || tcp_info_of(c->upstream.fd, &b))
+	if (mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
 		return "TCP_INFO failed";
 	if (a.tcpi_state != TCP_STATE_ESTABLISHED)
 		return "the load balancer's connection is not established (it half-closed or reset already)";
@@ -462,13 +470,6 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 			return "the load balancer's interface is not hooked (add it with --iface)";
 	}
 	return NULL;
-}
-
-static int sock_cookie(int fd, uint64_t *cookie)
-{
-	socklen_t len = sizeof(*cookie);
-
-	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &len) ? -errno : 0;
 }
 
 static void delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tuples *ft)
@@ -504,7 +505,7 @@ static bool forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t)
 		return true; /* gone meanwhile */
 	if (bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow) == 0 &&
 	    bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) == 0 &&
-	    !(flow.mode == MMP_TC_MODE_SPLICE && (st.rst || (st.fin[0] && st.fin[1]))))
+	    !(flow.mode == MMP_TC_MODE_SPLICE && flow_ended(&st)))
 		return false;
 	bpf_map_delete_elem(tc->tuples_fd, t);
 	return true;
@@ -524,7 +525,7 @@ void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c)
 	why = ineligible(tc, c, w->cfg->mark);
 	if (!why && flow_tuples(c, &ft))
 		why = "the two connections are of different IP families";
-	if (!why && sock_cookie(c->client.fd, &c->tc_flow))
+	if (!why && mmp_sock_cookie(c->client.fd, &c->tc_flow))
 		why = "SO_COOKIE failed";
 	if (why) {
 		atomic_fetch_add(&w->counters->tc_ineligible, 1);
@@ -622,7 +623,7 @@ static int read_frozen(int fd, struct frozen *f)
 	len = sizeof(f->win);
 	if (getsockopt(fd, IPPROTO_TCP, TCP_REPAIR_WINDOW, &f->win, &len))
 		return -errno;
-	return tcp_info_of(fd, &f->ti);
+	return mmp_tcp_info(fd, &f->ti);
 }
 
 static uint8_t wscale(const struct tcp_info *ti, bool snd)
@@ -706,7 +707,7 @@ static bool reset_during_switch(struct mmp_worker *w, struct mmp_conn *c, const 
 	struct mmp_tc_ack rst = { .flags = 0x14 }; /* RST|ACK */
 	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
 
-	if (tcp_info_of(c->client.fd, &a) || tcp_info_of(c->upstream.fd, &b))
+	if (mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
 		return false;
 	if (a.tcpi_state == TCP_STATE_ESTABLISHED && b.tcpi_state == TCP_STATE_ESTABLISHED)
 		return false;
@@ -844,6 +845,7 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	struct mmp_tc_tuple_val tv;
 	struct mmp_tc_stats st;
 	struct mmp_tc_flow flow;
+	struct flow_tuples ft;
 
 	memcpy(&c, client, mmp_sockaddr_len(client));
 	memcpy(&u, upstream, mmp_sockaddr_len(upstream));
@@ -857,17 +859,10 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	if (bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) || bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow))
 		return 0;
 	/* A live spliced flow holds this ip:port, as a live socket would. */
-	if (!st.rst && !(st.fin[0] && st.fin[1]))
+	if (!flow_ended(&st))
 		return -EADDRINUSE;
-	{
-		struct flow_tuples ft;
-
-		reverse_tuple(&ft.t[MMP_TC_ROLE_UP], &flow.down.out);
-		reverse_tuple(&ft.t[MMP_TC_ROLE_DOWN], &flow.up.out);
-		ft.t[MMP_TC_ROLE_HOLD_CONN1] = flow.down.out;
-		ft.t[MMP_TC_ROLE_HOLD_CONN2] = flow.up.out;
-		delete_flow(tc, tv.flow, &ft);
-	}
+	tuples_of_flow(&flow, &ft);
+	delete_flow(tc, tv.flow, &ft);
 	return 0;
 }
 
@@ -918,17 +913,14 @@ static void gc(struct mmp_tc *tc, uint64_t linger_ns)
 		 * wrapped and removed busy flows (every one of them reset).
 		 */
 		idle = st.last_seen_ns && st.last_seen_ns < now ? now - st.last_seen_ns : 0;
-		done = (st.rst || (st.fin[0] && st.fin[1])) && st.last_seen_ns && idle >= linger_ns;
+		done = flow_ended(&st) && st.last_seen_ns && idle >= linger_ns;
 		/* Idle: no packet at all (keepalives count) for the idle timeout. */
 		if (!done && tc->idle_ns && idle > tc->idle_ns)
 			done = true;
 		if (done) {
 			struct flow_tuples ft;
 
-			reverse_tuple(&ft.t[MMP_TC_ROLE_UP], &flow.down.out);
-			reverse_tuple(&ft.t[MMP_TC_ROLE_DOWN], &flow.up.out);
-			ft.t[MMP_TC_ROLE_HOLD_CONN1] = flow.down.out;
-			ft.t[MMP_TC_ROLE_HOLD_CONN2] = flow.up.out;
+			tuples_of_flow(&flow, &ft);
 			delete_flow(tc, key, &ft);
 		}
 	}

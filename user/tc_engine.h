@@ -55,6 +55,9 @@ uint32_t mmp_tc_priority(const char *pin_dir);
 /* `cleanup`: remove our TC filters of priority prio from every interface of this netns. Returns how many. */
 int mmp_tc_detach_everywhere(uint32_t prio);
 
+/* r = t with source and destination swapped. */
+void mmp_tc_reverse_tuple(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t);
+
 /* Number of spliced flows in the maps. */
 int mmp_tc_flow_count(struct mmp_tc *tc);
 

@@ -6,6 +6,7 @@
 #include <netinet/udp.h>
 #include "log.h"
 #include "sockaddr.h"
+#include "sockinfo.h"
 #include "udp_sock.h"
 #include "upstream.h"
 
@@ -92,7 +93,6 @@ fail_nofd:
 int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, bool rcvmark,
 			uint64_t *cookie, const char **what)
 {
-	socklen_t len = sizeof(*cookie);
 	int one = 1, rcvbuf = UPSTREAM_RCVBUF_BYTES, fd, err;
 
 	*what = "socket";
@@ -112,7 +112,7 @@ int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *targe
 	if (connect(fd, target, mmp_sockaddr_len(target)))
 		goto fail;
 	*what = "SO_COOKIE";
-	if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &len))
+	if (mmp_sock_cookie(fd, cookie)) /* errno stays set for the unwind */
 		goto fail;
 	return fd;
 fail:
