@@ -24,6 +24,7 @@ enum long_only_opts {
 	OPT_IFACE,
 	OPT_TC_MAX_FLOWS,
 	OPT_TC_IDLE,
+	OPT_TC_HANDOFF_DELAY,
 	OPT_DETACH,
 	OPT_HELP,
 };
@@ -48,6 +49,7 @@ static const struct option long_opts[] = {
 	{ "iface", required_argument, NULL, OPT_IFACE },
 	{ "tc-max-flows", required_argument, NULL, OPT_TC_MAX_FLOWS },
 	{ "tc-idle-timeout", required_argument, NULL, OPT_TC_IDLE },
+	{ "tc-handoff-delay", required_argument, NULL, OPT_TC_HANDOFF_DELAY },
 	{ "detach", no_argument, NULL, OPT_DETACH },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ 0 },
@@ -89,6 +91,9 @@ void mmp_usage(FILE *out)
 		"                                  never evicted: past it, new flows stay on splice)\n"
 		"      --tc-idle-timeout SEC       tc: forget a spliced flow after SEC without any packet\n"
 		"                                  (keepalives count; default 7200, 0 = never)\n"
+		"      --tc-handoff-delay MS       tc: a new flow runs on splice for MS before its hand-off\n"
+		"                                  to the kernel, so short connections skip its cost\n"
+		"                                  (default 20, 0 = at once)\n"
 		"      --detach                    tc: on exit remove filters and pins even if flows remain\n"
 		"      --max-queued BYTES          sockmap: bytes queued per flow and direction before the\n"
 		"                                  sender is slowed by TCP flow control (default 4194304)\n"
@@ -192,6 +197,7 @@ static void set_defaults(struct mmp_config *cfg)
 	cfg->max_queued = 4 << 20;
 	cfg->tc_max_flows = 65536;
 	cfg->tc_idle_timeout_s = 7200;
+	cfg->tc_handoff_delay_ms = 20;
 }
 
 int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
@@ -293,6 +299,11 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			if (parse_long(optarg, 0, 86400 * 30, &v))
 				return bad_option("--tc-idle-timeout", optarg, "seconds, 0 for never");
 			cfg->tc_idle_timeout_s = (int)v;
+			break;
+		case OPT_TC_HANDOFF_DELAY:
+			if (parse_long(optarg, 0, 60000, &v))
+				return bad_option("--tc-handoff-delay", optarg, "milliseconds, 0 to 60000");
+			cfg->tc_handoff_delay_ms = (int)v;
 			break;
 		case OPT_DETACH:
 			cfg->detach = true;

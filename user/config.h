@@ -49,13 +49,14 @@ struct mmp_config {
 	const char *pin_dir;
 	int route_table; /* setup-routing / cleanup-routing / check */
 	enum mmp_udp_header udp_header; /* -p udp: --udp-header */
-	uint64_t max_queued;
+	uint64_t max_queued; /* sockmap: bytes queued per flow and direction before backpressure */
 	/* tc engine */
 	const char *ifaces[32]; /* --iface: interfaces carrying a remote load balancer's traffic */
 	int n_ifaces;
 	int tc_max_flows;
 	int tc_idle_timeout_s; /* 0: never */
-	bool detach; /* on exit, remove filters and pins even if spliced flows remain */ /* sockmap: bytes queued per flow and direction before backpressure */
+	int tc_handoff_delay_ms; /* a flow runs on splice this long before the hand-off; 0: at once */
+	bool detach; /* on exit, remove filters and pins even if spliced flows remain */
 };
 
 /*

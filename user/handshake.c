@@ -223,9 +223,9 @@ static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
 	mmp_splice_start(w, c);
 	/* The tc engine takes over from splice once the pair is quiet. */
 	if (w->tc && c->state == CONN_SPLICING)
-		mmp_tc_begin(w, c);
+		mmp_tc_schedule(w, c);
 	else if (w->tc) /* it ended in its first splice step: nothing left to hand off */
-		atomic_fetch_add(&w->counters->tc_ineligible, 1);
+		atomic_fetch_add(&w->counters->tc_short, 1);
 }
 
 void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endpoint *ep, uint32_t events)

@@ -797,6 +797,17 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 	send_window_updates(tc, &flow, &f1, &f2);
 }
 
+void mmp_tc_schedule(struct mmp_worker *w, struct mmp_conn *c)
+{
+	if (!w->cfg->tc_handoff_delay_ms) {
+		mmp_tc_begin(w, c);
+		return;
+	}
+	/* The retry timer doubles as the delay: tc_attempts 0 marks a first try. */
+	c->tc_retry_ms = mmp_now_ms() + (uint64_t)w->cfg->tc_handoff_delay_ms;
+	mmp_worker_poll_add(w, c);
+}
+
 void mmp_tc_retry(struct mmp_worker *w, struct mmp_conn *c)
 {
 	if (c->state != CONN_SPLICING || !c->tc_retry_ms)

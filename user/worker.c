@@ -169,6 +169,8 @@ void mmp_conn_close(struct mmp_worker *w, struct mmp_conn *c, bool reset_client,
 	poll_remove(w, c);
 	if (c->tc_holding)
 		mmp_tc_abort(w, c, "the connection closed");
+	else if (c->tc_retry_ms && !c->tc_attempts)
+		atomic_fetch_add(&w->counters->tc_short, 1);
 	if (c->state == CONN_SPLICING && c->engine == ENGINE_SOCKMAP)
 		mmp_sockmap_release(w, c);
 	else if (c->state == CONN_SPLICING)

@@ -30,6 +30,7 @@ struct mmp_counters {
 	atomic_ulong tc_flows; /* handed to the tc engine */
 	atomic_ulong tc_ineligible;
 	atomic_ulong tc_aborted; /* hand-off gave up: stayed on splice */
+	atomic_ulong tc_short; /* ended on splice before its hand-off could start */
 };
 
 struct mmp_worker {

@@ -14,6 +14,10 @@
 #   MMP_VERBOSITY  -v for the proxy (default 1: log errors of connections)
 #   MMP_FLAVOR     bpf | go (default: go when MMP_BIN's name has "go-mmproxy")
 #   MMP_KEEP_TMP   set to keep each file's temp dir (all logs) for debugging
+#   MMP_TC_HANDOFF_DELAY  --tc-handoff-delay in ms (default 0 here, 20 in the
+#                  product): the suite hands every flow to the tc engine at
+#                  once, however short, so that every case exercises it;
+#                  t17 tests the delay itself.
 #
 # Every case prints exactly one line "PASS name" / "FAIL name: reasons" (or
 # "SKIP name: why"); assertions skipped inside a case are listed on one more
@@ -283,7 +287,7 @@ mmp_cmdline() {
 	MMP_DROPPED=()
 	if is_bpf; then
 		MMP_CMD=("$MMP_BIN" run -l "$listen" -4 "$v4" -6 "$v6" -v "$MMP_VERBOSITY"
-			--pin-dir "$MMP_PINDIR" --engine "$MMP_ENGINE")
+			--pin-dir "$MMP_PINDIR" --engine "$MMP_ENGINE" --tc-handoff-delay "${MMP_TC_HANDOFF_DELAY:-0}")
 		[[ -n $allow ]] && MMP_CMD+=(-a "$allow")
 		[[ -n $mark ]] && MMP_CMD+=(-m "$mark")
 		[[ -n $listeners ]] && MMP_CMD+=(--listeners "$listeners")

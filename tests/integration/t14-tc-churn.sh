@@ -95,13 +95,13 @@ mmp_stop
 if tc_totals; then
 	# The warm-up flow is counted too.
 	((TOT_ACCEPTED == N + 1)) || case_fail "accepted $TOT_ACCEPTED, expected $((N + 1))"
-	((TOT_TC + TOT_TC_INELIGIBLE + TOT_TC_ABORTED >= N + 1)) ||
-		case_fail "only $((TOT_TC + TOT_TC_INELIGIBLE + TOT_TC_ABORTED)) of $((N + 1)) flows tried the tc engine"
+	((TOT_TC + TOT_TC_INELIGIBLE + TOT_TC_ABORTED + TOT_TC_SHORT >= N + 1)) ||
+		case_fail "only $((TOT_TC + TOT_TC_INELIGIBLE + TOT_TC_ABORTED + TOT_TC_SHORT)) of $((N + 1)) flows tried the tc engine"
 	# A hand-off slower than HOLD_MS meets the close and is aborted (the
 	# flow then finishes on splice, byte-exact): allowed, but not many.
 	((TOT_TC * 100 >= (N + 1) * 95)) ||
-		case_fail "only $TOT_TC of $((N + 1)) flows spliced in the kernel (ineligible $TOT_TC_INELIGIBLE, aborted $TOT_TC_ABORTED)"
-	case_note "tc $TOT_TC, ineligible $TOT_TC_INELIGIBLE, aborted $TOT_TC_ABORTED of $TOT_ACCEPTED"
+		case_fail "only $TOT_TC of $((N + 1)) flows spliced in the kernel (ineligible $TOT_TC_INELIGIBLE, aborted $TOT_TC_ABORTED, short $TOT_TC_SHORT)"
+	case_note "tc $TOT_TC, ineligible $TOT_TC_INELIGIBLE, aborted $TOT_TC_ABORTED, short $TOT_TC_SHORT of $TOT_ACCEPTED"
 else
 	case_fail "no totals line in the proxy's log"
 fi

@@ -12,7 +12,8 @@
 #   "tc engine: client X spliced in the kernel after N us (...)"
 #   "tc engine: client X stays on splice: REASON"
 #   "tc engine: hand-off of client X aborted (WHY): staying on splice"
-# and at exit (-v 1) "totals: ... (tc N, tc ineligible N, tc aborted N, ...)".
+# and at exit (-v 1) "totals: ... (tc N, tc ineligible N, tc aborted N,
+# tc short N, ...)".
 
 TC_PREF=19789 # MMP_TC_PRIO 0x4d4d, as `tc filter show` prints it
 TC_HANDLE=0x4d4d
@@ -50,7 +51,7 @@ tc_mmp_start() {
 	MMP_LISTEN=$listen
 	MMP_PINDIR=$pindir
 	MMP_CMD=("$MMP_BIN" run -l "$listen" -4 "127.0.0.1:$UP_PORT" -6 "[::1]:$UP_PORT" -v "$MMP_VERBOSITY"
-		--pin-dir "$pindir" --engine "$MMP_ENGINE" "$@")
+		--pin-dir "$pindir" --engine "$MMP_ENGINE" --tc-handoff-delay "${MMP_TC_HANDOFF_DELAY:-0}" "$@")
 	# shellcheck disable=SC2206 # word splitting wanted
 	[[ -n ${MMP_TC_ARGS:-} ]] && MMP_CMD+=($MMP_TC_ARGS)
 	MMP_LOG="$T_TMP/mmproxy-$MMP_STARTS.log"
@@ -127,7 +128,8 @@ percentiles() {
 }
 
 # tc_totals [LOG]: parse the exit "totals:" line into TOT_ACCEPTED,
-# TOT_SPLICED, TOT_TC, TOT_TC_INELIGIBLE, TOT_TC_ABORTED. Returns 1 without it.
+# TOT_SPLICED, TOT_TC, TOT_TC_INELIGIBLE, TOT_TC_ABORTED, TOT_TC_SHORT.
+# Returns 1 without it.
 tc_totals() {
 	local line
 	line=$(grep -m1 'totals: accepted' "${1:-$MMP_LOG}" 2>/dev/null) || return 1
@@ -136,6 +138,7 @@ tc_totals() {
 	TOT_TC=$(sed -n 's/.*(tc \([0-9]*\).*/\1/p' <<<"$line")
 	TOT_TC_INELIGIBLE=$(sed -n 's/.*tc ineligible \([0-9]*\).*/\1/p' <<<"$line")
 	TOT_TC_ABORTED=$(sed -n 's/.*tc aborted \([0-9]*\).*/\1/p' <<<"$line")
+	TOT_TC_SHORT=$(sed -n 's/.*tc short \([0-9]*\).*/\1/p' <<<"$line")
 	[[ -n $TOT_TC && -n $TOT_TC_INELIGIBLE && -n $TOT_TC_ABORTED ]]
 }
 

@@ -34,6 +34,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.protocol, IPPROTO_TCP);
 	assert_int_equal(cfg.header_timeout_ms, 5000);
 	assert_int_equal(cfg.close_after_s, 60);
+	assert_int_equal(cfg.tc_handoff_delay_ms, 20);
 	assert_null(cfg.allowed_path);
 }
 
@@ -60,7 +61,7 @@ static void test_long_options_and_subcommand(void **state)
 {
 	char *argv[] = { "mmproxy-bpf", "run", "--listen-addr", "[::]:8443", "--ipv4", "127.0.0.1:80", "--ipv6",
 			 "[::1]:80", "--allowed-subnets", "a.txt", "--protocol", "tcp", "--mark", "7", "--listeners",
-			 "2", "--header-timeout", "3", "--engine", "splice", NULL };
+			 "2", "--header-timeout", "3", "--engine", "splice", "--tc-handoff-delay", "0", NULL };
 	struct mmp_config cfg;
 
 	assert_int_equal(mmp_config_parse(ARGC(argv), argv, &cfg), 0);
@@ -68,6 +69,7 @@ static void test_long_options_and_subcommand(void **state)
 	assert_int_equal(cfg.header_timeout_ms, 3000);
 	assert_int_equal(cfg.engine, MMP_ENGINE_SPLICE);
 	assert_int_equal(cfg.mark, 7);
+	assert_int_equal(cfg.tc_handoff_delay_ms, 0);
 }
 
 static void test_subcommands(void **state)
@@ -98,6 +100,8 @@ static void test_bad_values(void **state)
 		{ "mmproxy-bpf", "-m", "-1", NULL },
 		{ "mmproxy-bpf", "--listeners", "0", NULL },
 		{ "mmproxy-bpf", "--engine", "warp", NULL },
+		{ "mmproxy-bpf", "--tc-handoff-delay", "-1", NULL },
+		{ "mmproxy-bpf", "--tc-handoff-delay", "60001", NULL },
 		{ "mmproxy-bpf", "frobnicate", NULL },
 		{ "mmproxy-bpf", "--bogus", NULL },
 		{ "mmproxy-bpf", "-l", NULL }, /* missing value */
