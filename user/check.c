@@ -108,10 +108,10 @@ int mmp_check_command(const struct mmp_config *cfg)
 	ok &= check_routing(cfg, AF_INET);
 	ok &= check_routing(cfg, AF_INET6);
 	if (mmp_lo_sysctls_ok()) {
-		printf("ok   lo route_localnet=1 accept_local=1 (in-kernel UDP from a remote load balancer)\n");
+		printf("ok   lo route_localnet=1 accept_local=1 (in-kernel TCP and UDP from a remote load balancer)\n");
 	} else {
-		/* Not fatal: only the UDP fast path for remote load balancers needs them. */
-		printf("warn lo route_localnet/accept_local are not 1: UDP from a remote load balancer stays in userspace\n");
+		/* Not fatal: only the kernel paths for remote load balancers (IPv4) need them. */
+		printf("warn lo route_localnet/accept_local are not 1: IPv4 TCP and UDP from a remote load balancer stay in userspace\n");
 		printf("    fix: mmproxy-bpf setup-routing, or: sysctl -w net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1\n");
 	}
 	printf("%s\n", ok ? "all checks passed" : "some checks failed: apply the fixes above");

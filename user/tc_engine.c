@@ -21,6 +21,7 @@
 #include "mmp_maps.h"
 #include "mmp_tc.h"
 #include "pins.h"
+#include "routing.h"
 #include "sockaddr.h"
 #include "sockinfo.h"
 #include "splice.h"
@@ -272,6 +273,8 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 		if (err)
 			goto fail;
 	}
+	if (tc->nifaces > 1 && !mmp_lo_sysctls_ok())
+		pr_err("warning: lo's route_localnet/accept_local are off: IPv4 flows from remote load balancers stay on splice (fix: mmproxy-bpf setup-routing, or sysctl -w net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1)");
 	if (tc->adopting && mmp_tc_flow_count(tc) > 0)
 		pr_info("tc engine: adopted %d spliced flows from the previous instance in %s", mmp_tc_flow_count(tc),
 			tc->pin_dir);
@@ -468,6 +471,15 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 				c->tc_oif = oif;
 		if (!c->tc_oif)
 			return "the load balancer's interface is not hooked (add it with --iface)";
+		/*
+		 * Its packets are redirected into lo without a route. Early demux
+		 * lends them the upstream socket's cached one, but any routing
+		 * change in the namespace invalidates that; from then on every
+		 * packet is routed, and dropped as a martian (127/8 without
+		 * route_localnet) unless lo allows it: the flow would stall for good.
+		 */
+		if (l.ss_family == AF_INET && !mmp_lo_sysctls_ok())
+			return "lo's route_localnet/accept_local are off, so packets from a remote load balancer cannot be redirected into lo (fix: mmproxy-bpf setup-routing)";
 	}
 	return NULL;
 }

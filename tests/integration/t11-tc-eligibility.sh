@@ -29,11 +29,18 @@
 #     conn2);
 #   4 the load balancer's window scale (14, from a 1 GiB tcp_rmem) above
 #     conn2's (10): "conn2's window scale is >= conn1's" fails;
-#   5 timestamps off in the proxy namespace with a local load balancer: both
+#   5 lo's route_localnet off in the proxy namespace (setup-routing not
+#     run): the load balancer's packets would be redirected into lo without
+#     a route, and are dropped as martians as soon as the upstream socket's
+#     cached route is invalidated (any routing change): the flow must stay
+#     on splice, with a reason naming the fix;
+#   6 timestamps off in the proxy namespace with a local load balancer: both
 #     connections lack them, the options match, and the flow must be
 #     spliced in the kernel without timestamps (mmpt-bidir, both ends in the
 #     proxy namespace).
-# 1-4 expect the -v 2 line "stays on splice: REASON" with a matching reason.
+# 1-5 expect the -v 2 line "stays on splice: REASON" with a matching reason.
+# The proxy namespace starts as `mmproxy-bpf setup-routing` leaves a host:
+# lo's route_localnet and accept_local on.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tc-lib.sh"
 tc_only t11 "eligibility fallback"
@@ -45,6 +52,7 @@ LISTEN="0.0.0.0:$PROXY_PORT" # the veth address (remote LB) and 127.0.0.1 (case 
 CLIENT_PORT=21000
 
 t_require up_start -m xfer --send "$SIZE"
+t_require ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1
 t_require tc_mmp_start "$(tc_pindir 1)" "$LISTEN" --iface veth-p
 
 # set_sysctl NS KEY VALUE: set it, and put the default back at the end of
@@ -114,13 +122,15 @@ remote_case "3 ECN on conn1 only -> stays on splice, byte-exact" stays "ECN|opti
 	"$TOPO_CLIENT" net.ipv4.tcp_ecn 1
 remote_case "4 load balancer's window scale 14 > upstream connection's 10 -> stays on splice" stays "window scal" \
 	"$TOPO_CLIENT" net.ipv4.tcp_rmem "4096 131072 1073741824"
+remote_case "5 lo's route_localnet off -> a remote load balancer's flow stays on splice, byte-exact" stays \
+	"route_localnet.*setup-routing" "$TOPO_PROXY" net.ipv4.conf.lo.route_localnet 0
 
-# 5: both connections without timestamps: eligible, translated without them.
-case_begin "5 timestamps off on both connections -> spliced in the kernel, byte-exact"
+# 6: both connections without timestamps: eligible, translated without them.
+case_begin "6 timestamps off on both connections -> spliced in the kernel, byte-exact"
 set_sysctl "$TOPO_PROXY" net.ipv4.tcp_timestamps 0
 up_stop # mmpt-bidir is the upstream for this case
 mark=$(log_mark "$MMP_LOG")
-out="$T_TMP/bidir-5.out"
+out="$T_TMP/bidir-6.out"
 tc_run_bidir "$TOPO_PROXY" "$out" -c "127.0.0.1:$PROXY_PORT" -l "127.0.0.1:$UP_PORT" -n 3 --size "$SIZE" \
 	--rate 128M --net 203.0.113. --port-base 22000 --timeout 10
 ok=$(grep -c '^conn .* up [0-9]* ok down [0-9]* ok$' "$out")

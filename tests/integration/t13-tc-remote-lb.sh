@@ -58,6 +58,9 @@ lb_topology() {
 		# shellcheck disable=SC2086
 		ip -n ${l% *} link set ${l#* } up || return 1
 	done
+	# As `mmproxy-bpf setup-routing` leaves a host: without these the engine
+	# keeps remote IPv4 flows on splice (t11 case 5 tests that).
+	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1 || return 1
 }
 
 hap_lb_start() {
@@ -128,11 +131,14 @@ remote_case() {
 				{
 					echo "--- $((($(date +%s%N) - t0) / 1000000)) ms after the client started; mmproxy-bpf stats"
 					"$MMP_BIN" stats --pin-dir "$MMP_PINDIR" 2>&1 | sed -n '/^tc counters/,$p'
+					echo "--- bpftool map dump mmp_tc_flows, mmp_tc_stats"
+					bpftool map dump pinned "$MMP_PINDIR/mmp_tc_flows" 2>&1
+					bpftool map dump pinned "$MMP_PINDIR/mmp_tc_stats" 2>&1
 					for ns in "$TOPO_CLIENT" "$LB_NS" "$TOPO_PROXY"; do
 						echo "--- ss -tinoe in $ns"
 						ns_exec "$ns" ss -tinoe "( sport = :$HAP_PORT or dport = :$HAP_PORT or sport = :$PROXY_PORT or dport = :$PROXY_PORT or sport = :$UP_PORT or dport = :$UP_PORT )"
 						echo "--- nstat in $ns (non-zero)"
-						ns_exec "$ns" nstat -as 2>/dev/null | grep -vE '^#'
+						ns_exec "$ns" nstat -asz 2>/dev/null | awk '!/^#/ && $2 != 0'
 						echo "--- ip -s -s link in $ns"
 						ip -n "$ns" -s -s link show
 					done
