@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include "handshake.h"
+#include "listener_thread.h"
 #include "log.h"
 #include "policy.h"
 #include "proxy_proto.h"
@@ -390,11 +391,7 @@ static void *worker_main(void *arg)
 
 int mmp_worker_start(struct mmp_worker *w)
 {
-	int err = pthread_create(&w->thread, NULL, worker_main, w);
-
-	if (err)
-		pr_err("failed to start listener thread %d: %s", w->id, strerror(err));
-	return -err;
+	return mmp_listener_thread_start(&w->thread, worker_main, w, "listener", w->id);
 }
 
 static void close_all(struct mmp_worker *w, struct mmp_conn_list *l)
@@ -405,14 +402,7 @@ static void close_all(struct mmp_worker *w, struct mmp_conn_list *l)
 
 void mmp_worker_stop(struct mmp_worker *w)
 {
-	uint64_t one = 1;
-
-	if (w->thread) {
-		if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
-			pr_err("failed to wake listener thread %d: %s", w->id, strerror(errno));
-		pthread_join(w->thread, NULL);
-		w->thread = 0;
-	}
+	mmp_listener_thread_stop(&w->thread, w->stop_fd, "listener", w->id);
 	close_all(w, &w->header_wait);
 	close_all(w, &w->connect_wait);
 	close_all(w, &w->active);
