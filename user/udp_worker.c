@@ -10,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include "listener_thread.h"
 #include "log.h"
@@ -226,10 +225,8 @@ int udp_worker_init(struct udp_worker *w, int id, struct udp_shared *sh)
 		pr_err("udp listener %d: out of memory for its buffers", id);
 		return err;
 	}
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	w->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->epfd < 0 || w->stop_fd < 0) {
-		err = -errno;
+	err = mmp_listener_loop_open(&w->epfd, &w->stop_fd);
+	if (err) {
 		pr_err("udp listener %d: failed to create epoll/eventfd: %s", id, strerror(-err));
 		return err;
 	}
@@ -261,11 +258,5 @@ void udp_worker_stop(struct udp_worker *w)
 	udp_flows_close_all(w);
 	udp_ft_free(&w->ft);
 	udp_relay_free(w);
-	if (w->listen_fd >= 0)
-		close(w->listen_fd);
-	if (w->stop_fd >= 0)
-		close(w->stop_fd);
-	if (w->epfd >= 0)
-		close(w->epfd);
-	w->listen_fd = w->stop_fd = w->epfd = -1;
+	mmp_listener_fds_close(&w->listen_fd, &w->stop_fd, &w->epfd);
 }

@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include "handshake.h"
 #include "listener_thread.h"
@@ -237,10 +236,8 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
 	w->peek_buf = malloc(PP_MAX_HEADER_LEN);
 	if (!w->peek_buf)
 		return -ENOMEM;
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	w->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->epfd < 0 || w->stop_fd < 0) {
-		err = -errno;
+	err = mmp_listener_loop_open(&w->epfd, &w->stop_fd);
+	if (err) {
 		pr_err("failed to create epoll/eventfd: %s", strerror(-err));
 		return err;
 	}
@@ -407,13 +404,7 @@ void mmp_worker_stop(struct mmp_worker *w)
 	close_all(w, &w->connect_wait);
 	close_all(w, &w->active);
 	bury_dead(w);
-	if (w->listen_fd >= 0)
-		close(w->listen_fd);
-	if (w->stop_fd >= 0)
-		close(w->stop_fd);
-	if (w->epfd >= 0)
-		close(w->epfd);
+	mmp_listener_fds_close(&w->listen_fd, &w->stop_fd, &w->epfd);
 	free(w->peek_buf);
 	w->peek_buf = NULL;
-	w->listen_fd = w->stop_fd = w->epfd = -1;
 }
