@@ -67,7 +67,6 @@
 #include "mmpt_common.c"
 #include "mmpt_connect.c"
 
-#include <signal.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 
@@ -325,13 +324,9 @@ int main(int argc, char **argv)
 	int parallel = 1, max_failures = 0;
 	uint64_t stall_us = 2000000;
 
-	g_prog = "mmpt-bidir";
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
+	tool_start("mmpt-bidir");
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v)
-			die("missing value for %s", a);
+		const char *a = argv[i], *v = opt_value(argc, argv, i);
 		if (!strcmp(a, "-l"))
 			listen_at = v;
 		else if (!strcmp(a, "--parallel"))

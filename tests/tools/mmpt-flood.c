@@ -33,7 +33,6 @@
 #include "mmpt_common.c"
 #include "mmpt_connect.c"
 
-#include <signal.h>
 #include <sys/epoll.h>
 
 enum cstate { C_IDLE, C_CONNECTING, C_WAITING, C_CLOSING, C_DONE, C_FAILED };
@@ -78,13 +77,9 @@ int main(int argc, char **argv)
 	size_t rst_word_len = unescape("RST\\n", rst_word, sizeof(rst_word));
 	int kinds[4] = { 0 }, up_reset = 0, up_eof = 0;
 
-	g_prog = "mmpt-flood";
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
+	tool_start("mmpt-flood");
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v)
-			die("missing value for %s", a);
+		const char *a = argv[i], *v = opt_value(argc, argv, i);
 		if (!strcmp(a, "--window"))
 			window = atoi(v);
 		else if (!strcmp(a, "--expect-file"))
