@@ -12,11 +12,13 @@ BENCH_LIBS   := -pthread -lm
 BENCH_HDRS   := $(wildcard bench/*.h)
 
 BENCH_COMMON  := addr proxyhdr pattern
+# What the two load generators share: options, CPU samples, report pieces.
+LOADGEN_COMMON := cli histogram cpustat report_common
 LOADGEN_OBJS  := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
-	loadgen lg_worker lg_report histogram cpustat $(BENCH_COMMON)))
+	loadgen lg_worker lg_report $(LOADGEN_COMMON) $(BENCH_COMMON)))
 UPSTREAM_OBJS := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,upstream $(BENCH_COMMON)))
 UDPGEN_OBJS   := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
-	udpgen udp_flow udp_stream udp_rr udp_echo udp_report histogram cpustat \
+	udpgen udp_flow udp_stream udp_rr udp_echo udp_report $(LOADGEN_COMMON) \
 	$(BENCH_COMMON)))
 BENCH_TOOLS   := $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream $(BENCH_OUT)/udpgen
 

@@ -77,3 +77,29 @@ int cpustat_system(struct sys_cpu *out)
 	out->total = out->busy + (double)(v[3] + v[4]) / ticks_per_s();
 	return 0;
 }
+
+void cpustat_sample(const pid_t *watch, unsigned int nwatch, struct cpu_sample *s)
+{
+	unsigned int i;
+	double v;
+
+	s->watched = 0;
+	for (i = 0; i < nwatch; i++) {
+		v = cpustat_proc(watch[i]);
+		if (v >= 0)
+			s->watched += v;
+	}
+	if (cpustat_system(&s->sys))
+		memset(&s->sys, 0, sizeof(s->sys));
+	s->self = cpustat_self();
+}
+
+void cpustat_used(const struct cpu_sample *before, const struct cpu_sample *after,
+		  unsigned int nwatch, struct cpu_used *used)
+{
+	used->watched = nwatch ? after->watched - before->watched : -1;
+	used->sys_busy = after->sys.busy - before->sys.busy;
+	used->sys_softirq = after->sys.softirq - before->sys.softirq;
+	used->sys_total = after->sys.total - before->sys.total;
+	used->self = after->self - before->self;
+}

@@ -4,6 +4,7 @@
 
 #include "loadgen.h"
 #include "proxyhdr.h"
+#include "report_common.h"
 
 static const char *mode_name(enum lg_mode m)
 {
@@ -23,16 +24,6 @@ static const char *dir_name(int d)
 	return d == LG_UP ? "up" : d == LG_DOWN ? "down" : "both";
 }
 
-static double per_s(uint64_t n, double s)
-{
-	return s > 0 ? (double)n / s : 0;
-}
-
-static double us(uint64_t ns)
-{
-	return (double)ns / 1e3;
-}
-
 void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 {
 	const struct lg_stats *s = &res->total;
@@ -50,13 +41,11 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 	       cfg->conns, cfg->threads, hdr_kind_name(cfg->proxy), target, res->elapsed,
 	       cfg->warmup);
 	printf("  throughput   up %.2f MB/s, down %.2f MB/s\n",
-	       per_s(s->tx_bytes, res->elapsed) / 1e6, per_s(s->rx_bytes, res->elapsed) / 1e6);
+	       report_per_s(s->tx_bytes, res->elapsed) / 1e6, report_per_s(s->rx_bytes, res->elapsed) / 1e6);
 	if (cfg->mode != LG_BULK) {
 		printf("  %-12s %.0f/s (%llu)\n", cfg->mode == LG_CONNRATE ? "connections" : "messages",
-		       per_s(s->msgs, res->elapsed), (unsigned long long)s->msgs);
-		printf("  latency      p50 %.1f us, p99 %.1f us, p99.9 %.1f us (mean %.1f, max %.1f)\n",
-		       us(hist_percentile(h, 50)), us(hist_percentile(h, 99)),
-		       us(hist_percentile(h, 99.9)), hist_mean(h) / 1e3, us(h->count ? h->max : 0));
+		       report_per_s(s->msgs, res->elapsed), (unsigned long long)s->msgs);
+		report_latency_line(h);
 	}
 	printf("  connections  %llu open at end, %llu opened while measuring, %llu connect errors, "
 	       "%llu I/O errors (%llu EOF, %llu reset)\n",
@@ -66,11 +55,7 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 	if (cfg->verify)
 		printf("  verify       %llu bytes checked, %llu wrong\n",
 		       (unsigned long long)s->verified_bytes, (unsigned long long)s->verify_errors);
-	printf("  cpu          system %.2f s busy (softirq %.2f) of %.2f, loadgen %.2f s",
-	       res->sys_busy, res->sys_softirq, res->sys_total, res->self_cpu);
-	if (res->watched_cpu >= 0)
-		printf(", watched %.2f s", res->watched_cpu);
-	printf("\n");
+	report_cpu_line("loadgen", &res->cpu);
 
 	printf("JSON {\"tool\":\"loadgen\",\"mode\":\"%s\",\"direction\":\"%s\",\"target\":\"%s\","
 	       "\"proxy\":\"%s\",\"connections\":%u,\"threads\":%u,\"size\":%u,\"pipeline\":%u,"
@@ -81,29 +66,21 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 	printf("\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"tx_Bps\":%.0f,\"rx_Bps\":%.0f,"
 	       "\"msgs\":%llu,\"msgs_per_s\":%.1f,",
 	       (unsigned long long)s->tx_bytes, (unsigned long long)s->rx_bytes,
-	       per_s(s->tx_bytes, res->elapsed), per_s(s->rx_bytes, res->elapsed),
-	       (unsigned long long)s->msgs, per_s(s->msgs, res->elapsed));
+	       report_per_s(s->tx_bytes, res->elapsed), report_per_s(s->rx_bytes, res->elapsed),
+	       (unsigned long long)s->msgs, report_per_s(s->msgs, res->elapsed));
 	printf("\"conns_open\":%llu,\"conns_opened\":%llu,\"conns_per_s\":%.1f,\"client_next\":%llu,"
 	       "\"connect_errors\":%llu,\"io_errors\":%llu,\"io_eof\":%llu,\"io_reset\":%llu,"
 	       "\"verify\":%s,\"verified_bytes\":%llu,"
 	       "\"verify_errors\":%llu,\"errors\":%llu,",
 	       (unsigned long long)res->open_at_end, (unsigned long long)s->conns_opened,
-	       per_s(s->conns_opened, res->elapsed), (unsigned long long)res->client_next,
+	       report_per_s(s->conns_opened, res->elapsed), (unsigned long long)res->client_next,
 	       (unsigned long long)s->connect_errors,
 	       (unsigned long long)s->io_errors, (unsigned long long)s->io_eof,
 	       (unsigned long long)s->io_reset, cfg->verify ? "true" : "false",
 	       (unsigned long long)s->verified_bytes, (unsigned long long)s->verify_errors,
 	       (unsigned long long)errors);
-	printf("\"lat_us\":{\"count\":%llu,\"p50\":%.2f,\"p99\":%.2f,\"p999\":%.2f,\"mean\":%.2f,"
-	       "\"max\":%.2f},",
-	       (unsigned long long)h->count, us(hist_percentile(h, 50)), us(hist_percentile(h, 99)),
-	       us(hist_percentile(h, 99.9)), hist_mean(h) / 1e3, us(h->count ? h->max : 0));
-	printf("\"cpu_s\":{\"watched\":");
-	if (res->watched_cpu >= 0)
-		printf("%.3f", res->watched_cpu);
-	else
-		printf("null");
-	printf(",\"system_busy\":%.3f,\"softirq\":%.3f,\"system_total\":%.3f,\"loadgen\":%.3f}}\n",
-	       res->sys_busy, res->sys_softirq, res->sys_total, res->self_cpu);
+	report_json_latency(h);
+	report_json_cpu("loadgen", &res->cpu);
+	printf("}\n");
 	fflush(stdout);
 }

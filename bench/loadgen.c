@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "cpustat.h"
 #include "loadgen.h"
@@ -53,19 +54,6 @@ static void usage(FILE *f)
 		"      --watch-pid PID      report CPU seconds of PID (repeatable, summed)\n"
 		"  -q, --quiet              no progress line even on a terminal\n"
 		"Prints a human summary and one line 'JSON {...}'.\n");
-}
-
-static int parse_num(const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || end == s || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 enum {
@@ -109,11 +97,10 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 {
 	int opt, verify = -1, quiet = 0;
 	double v;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
 	*cfg = (struct lg_config){
 		.mode = LG_PINGPONG, .proxy = HDR_NONE, .conns = 50, .duration = 10,
-		.warmup = 1, .threads = cpus > 0 ? (unsigned int)cpus : 1, .size = 64,
+		.warmup = 1, .threads = cli_default_threads(), .size = 64,
 		.pipeline = 1, .direction = LG_UP,
 	};
 	while ((opt = getopt_long(argc, argv, "m:c:T:s:qh", options, NULL)) != -1) {
@@ -129,24 +116,24 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 				goto bad;
 			break;
 		case 'c':
-			if (parse_num(optarg, 1, 1000000, &v))
+			if (cli_num(optarg, 1, 1000000, &v))
 				goto bad;
 			cfg->conns = (unsigned int)v;
 			break;
 		case OPT_CONNECT_RATE:
-			if (parse_num(optarg, 0, 1e9, &cfg->connect_rate))
+			if (cli_num(optarg, 0, 1e9, &cfg->connect_rate))
 				goto bad;
 			break;
 		case 'T':
-			if (parse_num(optarg, 0.1, 1e6, &cfg->duration))
+			if (cli_num(optarg, 0.1, 1e6, &cfg->duration))
 				goto bad;
 			break;
 		case OPT_WARMUP:
-			if (parse_num(optarg, 0, 1e6, &cfg->warmup))
+			if (cli_num(optarg, 0, 1e6, &cfg->warmup))
 				goto bad;
 			break;
 		case OPT_THREADS:
-			if (parse_num(optarg, 1, 1024, &v))
+			if (cli_num(optarg, 1, 1024, &v))
 				goto bad;
 			cfg->threads = (unsigned int)v;
 			break;
@@ -161,7 +148,7 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 			cfg->have_clients = true;
 			break;
 		case OPT_CLIENT_OFFSET:
-			if (parse_num(optarg, 0, 1e18, &v))
+			if (cli_num(optarg, 0, 1e18, &v))
 				goto bad;
 			cfg->client_offset = (uint64_t)v;
 			break;
@@ -171,12 +158,12 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 			cfg->have_sources = true;
 			break;
 		case 's':
-			if (parse_num(optarg, 1, 1 << 30, &v))
+			if (cli_num(optarg, 1, 1 << 30, &v))
 				goto bad;
 			cfg->size = (unsigned int)v;
 			break;
 		case OPT_PIPELINE:
-			if (parse_num(optarg, 1, 1 << 20, &v))
+			if (cli_num(optarg, 1, 1 << 20, &v))
 				goto bad;
 			cfg->pipeline = (unsigned int)v;
 			break;
@@ -197,9 +184,8 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 			verify = 0;
 			break;
 		case OPT_WATCH:
-			if (cfg->nwatch == LG_MAX_WATCH || parse_num(optarg, 1, 1 << 30, &v))
+			if (cli_watch_pid(optarg, cfg->watch, &cfg->nwatch, LG_MAX_WATCH))
 				goto bad;
-			cfg->watch[cfg->nwatch++] = (pid_t)v;
 			break;
 		case 'q':
 			quiet = 1;
@@ -330,28 +316,6 @@ static void wait_until(const struct lg_config *cfg, const struct lg_thread *t,
 	}
 }
 
-struct cpu_sample {
-	double watched;
-	struct sys_cpu sys;
-	double self;
-};
-
-static void cpu_sample(const struct lg_config *cfg, struct cpu_sample *s)
-{
-	unsigned int i;
-	double v;
-
-	s->watched = cfg->nwatch ? 0 : -1;
-	for (i = 0; i < cfg->nwatch; i++) {
-		v = cpustat_proc(cfg->watch[i]);
-		if (v >= 0)
-			s->watched += v;
-	}
-	if (cpustat_system(&s->sys))
-		memset(&s->sys, 0, sizeof(s->sys));
-	s->self = cpustat_self();
-}
-
 int main(int argc, char **argv)
 {
 	struct cpu_sample c0, c1;
@@ -393,7 +357,7 @@ int main(int argc, char **argv)
 		while (open_conns(t, cfg.threads) < cfg.conns && now_ns() < deadline)
 			wait_until(&cfg, t, &prog, now_ns() + 10 * NSEC_PER_MSEC, "ramp-up");
 	}
-	cpu_sample(&cfg, &c0);
+	cpustat_sample(cfg.watch, cfg.nwatch, &c0);
 	t_start = now_ns();
 	__atomic_store_n(&lg_phase, LG_MEASURE, __ATOMIC_RELEASE);
 	/* The workers zero their counters now: so does the progress line. */
@@ -403,7 +367,7 @@ int main(int argc, char **argv)
 	res.open_at_end = open_conns(t, cfg.threads);
 	__atomic_store_n(&lg_phase, LG_STOP, __ATOMIC_RELEASE);
 	t_end = now_ns();
-	cpu_sample(&cfg, &c1);
+	cpustat_sample(cfg.watch, cfg.nwatch, &c1);
 	if (cfg.progress)
 		printf("\n");
 
@@ -420,11 +384,7 @@ int main(int argc, char **argv)
 		hist_merge(&res.total.lat, &t[i].stats.lat);
 	res.client_next = __atomic_load_n(&next_client, __ATOMIC_RELAXED);
 	res.elapsed = (double)(t_end - t_start) / 1e9;
-	res.watched_cpu = cfg.nwatch ? c1.watched - c0.watched : -1;
-	res.sys_busy = c1.sys.busy - c0.sys.busy;
-	res.sys_softirq = c1.sys.softirq - c0.sys.softirq;
-	res.sys_total = c1.sys.total - c0.sys.total;
-	res.self_cpu = c1.self - c0.self;
+	cpustat_used(&c0, &c1, cfg.nwatch, &res.cpu);
 	lg_report(&cfg, &res);
 	free(t);
 	return 0;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "addr.h"
+#include "cpustat.h"
 #include "histogram.h"
 
 enum lg_mode {
@@ -104,11 +105,7 @@ struct lg_result {
 	double elapsed; /* seconds measured */
 	uint64_t open_at_end; /* connections established when measuring ended */
 	uint64_t client_next; /* first client number never used: the next run's offset */
-	double watched_cpu; /* seconds, all watched processes; -1 when none */
-	double sys_busy;
-	double sys_softirq;
-	double sys_total;
-	double self_cpu;
+	struct cpu_used cpu;
 };
 
 void lg_report(const struct lg_config *cfg, const struct lg_result *res);

@@ -3,17 +3,8 @@
 #include <stdio.h>
 
 #include "proxyhdr.h"
+#include "report_common.h"
 #include "udpgen.h"
-
-static double per_s(uint64_t n, double s)
-{
-	return s > 0 ? (double)n / s : 0;
-}
-
-static double us(uint64_t ns)
-{
-	return (double)ns / 1e3;
-}
 
 void ug_report(const struct ug_config *cfg, const struct ug_result *res)
 {
@@ -31,24 +22,18 @@ void ug_report(const struct ug_config *cfg, const struct ug_result *res)
 	printf("udpgen: %s, %u flows, %u B, proxy %s -> %s, %u threads, %.2f s measured after %.1f s warm-up\n",
 	       mode, cfg->flows, cfg->size, hdr_kind_name(cfg->proxy), target, cfg->threads,
 	       res->elapsed, cfg->warmup);
-	printf("  sent         %.0f pkt/s (%llu), %.2f MB/s\n", per_s(s->tx_pkts, res->elapsed),
-	       (unsigned long long)s->tx_pkts, per_s(s->tx_bytes, res->elapsed) / 1e6);
-	printf("  received     %.0f pkt/s (%llu), %.2f MB/s\n", per_s(s->rx_pkts, res->elapsed),
-	       (unsigned long long)s->rx_pkts, per_s(s->rx_bytes, res->elapsed) / 1e6);
+	printf("  sent         %.0f pkt/s (%llu), %.2f MB/s\n", report_per_s(s->tx_pkts, res->elapsed),
+	       (unsigned long long)s->tx_pkts, report_per_s(s->tx_bytes, res->elapsed) / 1e6);
+	printf("  received     %.0f pkt/s (%llu), %.2f MB/s\n", report_per_s(s->rx_pkts, res->elapsed),
+	       (unsigned long long)s->rx_pkts, report_per_s(s->rx_bytes, res->elapsed) / 1e6);
 	printf("  loss         %.3f%% (%llu)", loss * 100, (unsigned long long)lost);
 	if (cfg->mode == UG_RR)
 		printf(", %llu late", (unsigned long long)s->late);
 	printf("; %llu bad, %llu send errors\n", (unsigned long long)s->bad,
 	       (unsigned long long)s->send_errors);
 	if (cfg->mode == UG_RR)
-		printf("  latency      p50 %.1f us, p99 %.1f us, p99.9 %.1f us (mean %.1f, max %.1f)\n",
-		       us(hist_percentile(h, 50)), us(hist_percentile(h, 99)),
-		       us(hist_percentile(h, 99.9)), hist_mean(h) / 1e3, us(h->count ? h->max : 0));
-	printf("  cpu          system %.2f s busy (softirq %.2f) of %.2f, udpgen %.2f s",
-	       res->sys_busy, res->sys_softirq, res->sys_total, res->self_cpu);
-	if (res->watched_cpu >= 0)
-		printf(", watched %.2f s", res->watched_cpu);
-	printf("\n");
+		report_latency_line(h);
+	report_cpu_line("udpgen", &res->cpu);
 
 	printf("JSON {\"tool\":\"udpgen\",\"mode\":\"%s\",\"target\":\"%s\",\"proxy\":\"%s\","
 	       "\"flows\":%u,\"size\":%u,\"threads\":%u,\"window\":%u,\"rate\":%.0f,"
@@ -59,25 +44,17 @@ void ug_report(const struct ug_config *cfg, const struct ug_result *res)
 	       "\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"tx_Bps\":%.0f,\"rx_Bps\":%.0f,"
 	       "\"msgs\":%llu,\"msgs_per_s\":%.1f,",
 	       (unsigned long long)s->tx_pkts, (unsigned long long)s->rx_pkts,
-	       per_s(s->tx_pkts, res->elapsed), per_s(s->rx_pkts, res->elapsed),
+	       report_per_s(s->tx_pkts, res->elapsed), report_per_s(s->rx_pkts, res->elapsed),
 	       (unsigned long long)s->tx_bytes, (unsigned long long)s->rx_bytes,
-	       per_s(s->tx_bytes, res->elapsed), per_s(s->rx_bytes, res->elapsed),
-	       (unsigned long long)s->rx_pkts, per_s(s->rx_pkts, res->elapsed));
+	       report_per_s(s->tx_bytes, res->elapsed), report_per_s(s->rx_bytes, res->elapsed),
+	       (unsigned long long)s->rx_pkts, report_per_s(s->rx_pkts, res->elapsed));
 	printf("\"lost\":%llu,\"loss\":%.6f,\"late\":%llu,\"bad\":%llu,\"send_errors\":%llu,"
 	       "\"errors\":%llu,",
 	       (unsigned long long)lost, loss, (unsigned long long)s->late,
 	       (unsigned long long)s->bad, (unsigned long long)s->send_errors,
 	       (unsigned long long)errors);
-	printf("\"lat_us\":{\"count\":%llu,\"p50\":%.2f,\"p99\":%.2f,\"p999\":%.2f,\"mean\":%.2f,"
-	       "\"max\":%.2f},",
-	       (unsigned long long)h->count, us(hist_percentile(h, 50)), us(hist_percentile(h, 99)),
-	       us(hist_percentile(h, 99.9)), hist_mean(h) / 1e3, us(h->count ? h->max : 0));
-	printf("\"cpu_s\":{\"watched\":");
-	if (res->watched_cpu >= 0)
-		printf("%.3f", res->watched_cpu);
-	else
-		printf("null");
-	printf(",\"system_busy\":%.3f,\"softirq\":%.3f,\"system_total\":%.3f,\"udpgen\":%.3f}}\n",
-	       res->sys_busy, res->sys_softirq, res->sys_total, res->self_cpu);
+	report_json_latency(h);
+	report_json_cpu("udpgen", &res->cpu);
+	printf("}\n");
 	fflush(stdout);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "cpustat.h"
 #include "pattern.h"
@@ -75,24 +76,14 @@ static const struct option options[] = {
 	{ 0 },
 };
 
-static int num(const char *s, double min, double max, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	return errno || *end || end == s || *out < min || *out > max ? -EINVAL : 0;
-}
-
 static int parse_args(int argc, char **argv, struct ug_config *cfg)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int opt, quiet = 0;
 	double v;
 
 	*cfg = (struct ug_config){
 		.flows = 50, .size = 1200, .duration = 10, .warmup = 1, .window = 1,
-		.timeout = 0.2, .threads = cpus > 0 ? (unsigned int)cpus : 1,
+		.timeout = 0.2, .threads = cli_default_threads(),
 	};
 	if (argc < 2)
 		goto usage;
@@ -110,25 +101,25 @@ static int parse_args(int argc, char **argv, struct ug_config *cfg)
 	while ((opt = getopt_long(argc, argv, "c:s:T:l:qh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
-			if (num(optarg, 1, 1 << 20, &v))
+			if (cli_num(optarg, 1, 1 << 20, &v))
 				goto bad;
 			cfg->flows = (unsigned int)v;
 			break;
 		case 's':
-			if (num(optarg, UG_TAG_LEN, UG_MAX_DGRAM - PROXYHDR_MAX, &v))
+			if (cli_num(optarg, UG_TAG_LEN, UG_MAX_DGRAM - PROXYHDR_MAX, &v))
 				goto bad;
 			cfg->size = (unsigned int)v;
 			break;
 		case 'T':
-			if (num(optarg, 0.1, 1e6, &cfg->duration))
+			if (cli_num(optarg, 0.1, 1e6, &cfg->duration))
 				goto bad;
 			break;
 		case OPT_WARMUP:
-			if (num(optarg, 0, 1e6, &cfg->warmup))
+			if (cli_num(optarg, 0, 1e6, &cfg->warmup))
 				goto bad;
 			break;
 		case OPT_THREADS:
-			if (num(optarg, 1, 256, &v))
+			if (cli_num(optarg, 1, 256, &v))
 				goto bad;
 			cfg->threads = (unsigned int)v;
 			break;
@@ -143,12 +134,12 @@ static int parse_args(int argc, char **argv, struct ug_config *cfg)
 			cfg->have_clients = true;
 			break;
 		case OPT_CLIENT_OFFSET:
-			if (num(optarg, 0, 1e18, &v))
+			if (cli_num(optarg, 0, 1e18, &v))
 				goto bad;
 			cfg->client_offset = (uint64_t)v;
 			break;
 		case OPT_RATE:
-			if (num(optarg, 0, 1e9, &cfg->rate))
+			if (cli_num(optarg, 0, 1e9, &cfg->rate))
 				goto bad;
 			break;
 		case OPT_SINK:
@@ -159,18 +150,17 @@ static int parse_args(int argc, char **argv, struct ug_config *cfg)
 			cfg->nlisten++;
 			break;
 		case OPT_WINDOW:
-			if (num(optarg, 1, 1 << 16, &v))
+			if (cli_num(optarg, 1, 1 << 16, &v))
 				goto bad;
 			cfg->window = (unsigned int)v;
 			break;
 		case OPT_TIMEOUT:
-			if (num(optarg, 0.001, 60, &cfg->timeout))
+			if (cli_num(optarg, 0.001, 60, &cfg->timeout))
 				goto bad;
 			break;
 		case OPT_WATCH:
-			if (cfg->nwatch == UG_MAX_WATCH || num(optarg, 1, 1 << 30, &v))
+			if (cli_watch_pid(optarg, cfg->watch, &cfg->nwatch, UG_MAX_WATCH))
 				goto bad;
-			cfg->watch[cfg->nwatch++] = (pid_t)v;
 			break;
 		case 'q':
 			quiet = 1;
@@ -254,27 +244,6 @@ static void wait_until(const struct ug_config *cfg, const struct ug_thread *t, u
 	}
 }
 
-struct cpu_sample {
-	double watched, self;
-	struct sys_cpu sys;
-};
-
-static void cpu_sample(const struct ug_config *cfg, struct cpu_sample *c)
-{
-	unsigned int i;
-	double v;
-
-	c->watched = 0;
-	for (i = 0; i < cfg->nwatch; i++) {
-		v = cpustat_proc(cfg->watch[i]);
-		if (v >= 0)
-			c->watched += v;
-	}
-	if (cpustat_system(&c->sys))
-		memset(&c->sys, 0, sizeof(c->sys));
-	c->self = cpustat_self();
-}
-
 /* Binds the sink sockets before any sender starts. */
 static int open_sinks(const struct ug_config *cfg, struct ug_thread *sink)
 {
@@ -343,13 +312,13 @@ int main(int argc, char **argv)
 		}
 	}
 	wait_until(&cfg, t, nthreads, now_ns() + (uint64_t)(cfg.warmup * 1e9), "warm-up");
-	cpu_sample(&cfg, &c0);
+	cpustat_sample(cfg.watch, cfg.nwatch, &c0);
 	t_start = now_ns();
 	__atomic_store_n(&ug_phase, UG_MEASURE, __ATOMIC_RELEASE);
 	wait_until(&cfg, t, nthreads, t_start + (uint64_t)(cfg.duration * 1e9), "measuring");
 	__atomic_store_n(&ug_phase, UG_STOP, __ATOMIC_RELEASE);
 	t_end = now_ns();
-	cpu_sample(&cfg, &c1);
+	cpustat_sample(cfg.watch, cfg.nwatch, &c1);
 	if (cfg.progress)
 		printf("\n");
 	for (i = 0; i < nthreads; i++) {
@@ -364,11 +333,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads; i++)
 		hist_merge(&res.total.lat, &t[i].stats.lat);
 	res.elapsed = (double)(t_end - t_start) / 1e9;
-	res.watched_cpu = cfg.nwatch ? c1.watched - c0.watched : -1;
-	res.sys_busy = c1.sys.busy - c0.sys.busy;
-	res.sys_softirq = c1.sys.softirq - c0.sys.softirq;
-	res.sys_total = c1.sys.total - c0.sys.total;
-	res.self_cpu = c1.self - c0.self;
+	cpustat_used(&c0, &c1, cfg.nwatch, &res.cpu);
 	ug_report(&cfg, &res);
 	free(t);
 	return 0;

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "addr.h"
+#include "cpustat.h"
 #include "histogram.h"
 
 enum ug_mode {
@@ -116,11 +117,7 @@ bool ug_tag_get(const uint8_t *p, size_t len, uint32_t *flow, uint64_t *seq);
 struct ug_result {
 	struct ug_stats total;
 	double elapsed;
-	double watched_cpu;
-	double sys_busy;
-	double sys_softirq;
-	double sys_total;
-	double self_cpu;
+	struct cpu_used cpu;
 };
 
 void ug_report(const struct ug_config *cfg, const struct ug_result *res);

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include "listener_thread.h"
 #include "log.h"
 #include "sockaddr.h"
 #include "udp_fast.h"
@@ -225,10 +225,8 @@ int udp_worker_init(struct udp_worker *w, int id, struct udp_shared *sh)
 		pr_err("udp listener %d: out of memory for its buffers", id);
 		return err;
 	}
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	w->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->epfd < 0 || w->stop_fd < 0) {
-		err = -errno;
+	err = mmp_listener_loop_open(&w->epfd, &w->stop_fd);
+	if (err) {
 		pr_err("udp listener %d: failed to create epoll/eventfd: %s", id, strerror(-err));
 		return err;
 	}
@@ -250,34 +248,15 @@ int udp_worker_init(struct udp_worker *w, int id, struct udp_shared *sh)
 
 int udp_worker_start(struct udp_worker *w)
 {
-	int err = pthread_create(&w->thread, NULL, worker_main, w);
-
-	if (err) {
-		w->thread = 0;
-		pr_err("failed to start udp listener thread %d: %s", w->id, strerror(err));
-	}
-	return -err;
+	return mmp_listener_thread_start(&w->thread, worker_main, w, "udp listener", w->id);
 }
 
 void udp_worker_stop(struct udp_worker *w)
 {
-	uint64_t one = 1;
-
-	if (w->thread) {
-		if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
-			pr_err("failed to wake udp listener thread %d: %s", w->id, strerror(errno));
-		pthread_join(w->thread, NULL);
-		w->thread = 0;
-	}
+	mmp_listener_thread_stop(&w->thread, w->stop_fd, "udp listener", w->id);
 	/* Every flow: its socket, index entries, map entries and registration. */
 	udp_flows_close_all(w);
 	udp_ft_free(&w->ft);
 	udp_relay_free(w);
-	if (w->listen_fd >= 0)
-		close(w->listen_fd);
-	if (w->stop_fd >= 0)
-		close(w->stop_fd);
-	if (w->epfd >= 0)
-		close(w->epfd);
-	w->listen_fd = w->stop_fd = w->epfd = -1;
+	mmp_listener_fds_close(&w->listen_fd, &w->stop_fd, &w->epfd);
 }

@@ -7,9 +7,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include "handshake.h"
+#include "listener_thread.h"
 #include "log.h"
 #include "policy.h"
 #include "proxy_proto.h"
@@ -238,10 +238,8 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
 	w->peek_buf = malloc(PP_MAX_HEADER_LEN);
 	if (!w->peek_buf)
 		return -ENOMEM;
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	w->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->epfd < 0 || w->stop_fd < 0) {
-		err = -errno;
+	err = mmp_listener_loop_open(&w->epfd, &w->stop_fd);
+	if (err) {
 		pr_err("failed to create epoll/eventfd: %s", strerror(-err));
 		return err;
 	}
@@ -392,11 +390,7 @@ static void *worker_main(void *arg)
 
 int mmp_worker_start(struct mmp_worker *w)
 {
-	int err = pthread_create(&w->thread, NULL, worker_main, w);
-
-	if (err)
-		pr_err("failed to start listener thread %d: %s", w->id, strerror(err));
-	return -err;
+	return mmp_listener_thread_start(&w->thread, worker_main, w, "listener", w->id);
 }
 
 static void close_all(struct mmp_worker *w, struct mmp_conn_list *l)
@@ -407,25 +401,12 @@ static void close_all(struct mmp_worker *w, struct mmp_conn_list *l)
 
 void mmp_worker_stop(struct mmp_worker *w)
 {
-	uint64_t one = 1;
-
-	if (w->thread) {
-		if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
-			pr_err("failed to wake listener thread %d: %s", w->id, strerror(errno));
-		pthread_join(w->thread, NULL);
-		w->thread = 0;
-	}
+	mmp_listener_thread_stop(&w->thread, w->stop_fd, "listener", w->id);
 	close_all(w, &w->header_wait);
 	close_all(w, &w->connect_wait);
 	close_all(w, &w->active);
 	bury_dead(w);
-	if (w->listen_fd >= 0)
-		close(w->listen_fd);
-	if (w->stop_fd >= 0)
-		close(w->stop_fd);
-	if (w->epfd >= 0)
-		close(w->epfd);
+	mmp_listener_fds_close(&w->listen_fd, &w->stop_fd, &w->epfd);
 	free(w->peek_buf);
 	w->peek_buf = NULL;
-	w->listen_fd = w->stop_fd = w->epfd = -1;
 }

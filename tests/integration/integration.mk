@@ -9,15 +9,17 @@
 
 TEST_TOOLS_DIR    := $(BUILD)/tests/tools
 TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE
-# mmpt_common.c is #included by each tool, not built on its own.
-TEST_TOOLS_SRCS   := $(filter-out tests/tools/mmpt_common.c,$(wildcard tests/tools/*.c))
+# mmpt_*.c (mmpt_common.c, mmpt_connect.c) are #included by the tools that
+# use them, not built on their own.
+TEST_TOOLS_HELPERS := $(wildcard tests/tools/mmpt_*.c)
+TEST_TOOLS_SRCS   := $(filter-out $(TEST_TOOLS_HELPERS),$(wildcard tests/tools/*.c))
 TEST_TOOLS        := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%,$(TEST_TOOLS_SRCS))
 
 .PHONY: integration-tests integration-tools
 
 integration-tools: $(TEST_TOOLS)
 
-$(TEST_TOOLS_DIR)/%: tests/tools/%.c tests/tools/mmpt_common.c
+$(TEST_TOOLS_DIR)/%: tests/tools/%.c $(TEST_TOOLS_HELPERS)
 	@mkdir -p $(TEST_TOOLS_DIR)
 	$(CC) $(TEST_TOOLS_CFLAGS) -o $@ $<
 

@@ -230,6 +230,41 @@ client() {
 # client_result: the client's result line (everything but "local").
 client_result() { grep -v '^local ' <<<"$CLIENT_OUT" | tr '\n' ' ' | sed 's/ $//'; }
 
+# check_xfer_exact DONE_LINE CLIENT_ADDR: mmpt-upstream's "done ADDR PORT
+# sent N SHA recv N SHA" line against mmpt-client's "xfer" line in CLIENT_OUT
+# (both in xfer mode): the upstream saw CLIENT_ADDR and the client's local
+# port, both ends sent SIZE bytes, and each received exactly what the other
+# sent. Each mismatch is a case_fail.
+check_xfer_exact() {
+	local done_line=$1 want_addr=$2 a p un ush urn ursh cs csh crn crsh
+	read -r _ a p _ un ush _ urn ursh <<<"$done_line"
+	read -r _ _ cs csh _ crn crsh _ <<<"$(grep '^xfer ' <<<"$CLIENT_OUT")"
+	[[ $a == "$want_addr" && $p == "$CLIENT_LOCAL_PORT" ]] ||
+		case_fail "upstream saw $a:$p, the client is $CLIENT_LOCAL_ADDR:$CLIENT_LOCAL_PORT"
+	[[ $cs == "$SIZE" && $un == "$SIZE" ]] || case_fail "sizes sent: client $cs, upstream $un (want $SIZE)"
+	[[ $urn == "$cs" && $ursh == "$csh" ]] ||
+		case_fail "client->upstream: sent $cs bytes ${csh:0:12}, upstream got $urn ${ursh:0:12}"
+	[[ $crn == "$un" && $crsh == "$ush" ]] ||
+		case_fail "upstream->client: sent $un bytes ${ush:0:12}, client got $crn ${crsh:0:12}"
+	grep -q ' error ' <<<"$done_line" && case_fail "upstream: error ${done_line#* error }"
+	return 0 # the verdict is in case_fail, not in the status
+}
+
+# check_flood_clients EXPECT_FILE: every client that mmpt-flood claimed (its
+# --expect-file) reached the IPv4 upstream exactly once since UP4_MARK, and
+# no other peer did. Each mismatch is a case_fail.
+check_flood_clients() {
+	local want=$T_TMP/flood-want seen=$T_TMP/flood-seen missing extra dups
+	log_since "$UP4_LOG" "$UP4_MARK" | grep '^peer ' | cut -d' ' -f2- | sort >"$seen"
+	sort "$1" >"$want"
+	missing=$(comm -23 "$want" "$seen" | wc -l)
+	extra=$(comm -13 "$want" "$seen" | wc -l)
+	dups=$(uniq -d "$seen" | wc -l)
+	((missing == 0)) || case_fail "$missing clients never reached the upstream (e.g. $(comm -23 "$want" "$seen" | head -1))"
+	((extra == 0)) || case_fail "upstream saw $extra unexpected peers (e.g. $(comm -13 "$want" "$seen" | head -1))"
+	((dups == 0)) || case_fail "$dups clients reached the upstream twice"
+}
+
 # echo_via_proxy SRC DST [EXTRA...]: as the load balancer, send a hand-made v2
 # header claiming SRC to the proxy on 127.0.0.1, expect an echo, and expect
 # the upstream to have seen SRC. Used as "a good connection still works".

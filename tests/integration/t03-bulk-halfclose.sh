@@ -34,17 +34,7 @@ bulk_case() {
 	if ! done_line=$(wait_log_since "$UP4_LOG" 0 '^done ' 10); then
 		case_fail "upstream never finished its side"
 	else
-		local _ a p un ush urn ursh cs csh crn crsh
-		read -r _ a p _ un ush _ urn ursh <<<"$done_line"
-		read -r _ _ cs csh _ crn crsh _ <<<"$(grep '^xfer ' <<<"$CLIENT_OUT")"
-		[[ $a == "$TOPO_CLIENT_IP4" && $p == "$CLIENT_LOCAL_PORT" ]] ||
-			case_fail "upstream saw $a:$p, client is $CLIENT_LOCAL_ADDR:$CLIENT_LOCAL_PORT"
-		[[ $cs == "$SIZE" && $un == "$SIZE" ]] || case_fail "sizes sent: client $cs, upstream $un (want $SIZE)"
-		[[ $urn == "$cs" && $ursh == "$csh" ]] ||
-			case_fail "client->upstream: sent $cs bytes ${csh:0:12}, upstream got $urn ${ursh:0:12}"
-		[[ $crn == "$un" && $crsh == "$ush" ]] ||
-			case_fail "upstream->client: sent $un bytes ${ush:0:12}, client got $crn ${crsh:0:12}"
-		grep -q ' error ' <<<"$done_line" && case_fail "upstream: error ${done_line#* error }"
+		check_xfer_exact "$done_line" "$TOPO_CLIENT_IP4"
 	fi
 	case_note "$((2 * SIZE / 1048576)) MiB in ${ms} ms, sha256 equal both ways"
 	up_stop

@@ -26,14 +26,7 @@ flood_out=$(ns_exec "$TOPO_PROXY" "$MMP_TOOLS/mmpt-flood" -c "127.0.0.1:$PROXY_P
 	case_fail "flood: $flood_out"
 ms=$((($(date +%s%N) - t0) / 1000000))
 # Every claimed client exactly once at the IPv4 upstream, nothing else.
-log_since "$UP4_LOG" "$UP4_MARK" | grep '^peer ' | cut -d' ' -f2- | sort >"$T_TMP/flood-seen"
-sort "$T_TMP/flood-expect" >"$T_TMP/flood-want"
-missing=$(comm -23 "$T_TMP/flood-want" "$T_TMP/flood-seen" | wc -l)
-extra=$(comm -13 "$T_TMP/flood-want" "$T_TMP/flood-seen" | wc -l)
-dups=$(uniq -d "$T_TMP/flood-seen" | wc -l)
-((missing == 0)) || case_fail "$missing clients never reached the upstream (e.g. $(comm -23 "$T_TMP/flood-want" "$T_TMP/flood-seen" | head -1))"
-((extra == 0)) || case_fail "upstream saw $extra unexpected peers (e.g. $(comm -13 "$T_TMP/flood-want" "$T_TMP/flood-seen" | head -1))"
-((dups == 0)) || case_fail "$dups clients reached the upstream twice"
+check_flood_clients "$T_TMP/flood-expect"
 case_note "$(grep -o 'ok .*' <<<"$flood_out"), total $ms ms"
 if is_bpf; then
 	# All 2000 closed by the flood: every socket and pipe must be released.

@@ -154,6 +154,7 @@ remote_case() {
 	wait "$cpid" 2>/dev/null
 	local crc=$?
 	CLIENT_OUT=$(cat "$cout")
+	# shellcheck disable=SC2034 # CLIENT_LOCAL_ADDR: read by check_xfer_exact (lib.sh)
 	read -r _ CLIENT_LOCAL_ADDR CLIENT_LOCAL_PORT <<<"$(grep -m1 '^local ' <<<"$CLIENT_OUT")"
 	if ((crc != 0)); then
 		case_fail "client: $(client_result)"
@@ -166,17 +167,7 @@ remote_case() {
 	if ! done_line=$(wait_log_since "$uplog" 0 '^done ' 10); then
 		case_fail "upstream never finished its side ($(grep '^peer' "$uplog" | tr '\n' ' '))"
 	else
-		local a p un ush urn ursh cs csh crn crsh
-		read -r _ a p _ un ush _ urn ursh <<<"$done_line"
-		read -r _ _ cs csh _ crn crsh _ <<<"$(grep '^xfer ' <<<"$CLIENT_OUT")"
-		[[ $a == "$caddr" && $p == "$CLIENT_LOCAL_PORT" ]] ||
-			case_fail "upstream saw $a:$p, the client is $CLIENT_LOCAL_ADDR:$CLIENT_LOCAL_PORT"
-		[[ $cs == "$SIZE" && $un == "$SIZE" ]] || case_fail "sizes sent: client $cs, upstream $un (want $SIZE)"
-		[[ $urn == "$cs" && $ursh == "$csh" ]] ||
-			case_fail "client->upstream: sent $cs bytes ${csh:0:12}, upstream got $urn ${ursh:0:12}"
-		[[ $crn == "$un" && $crsh == "$ush" ]] ||
-			case_fail "upstream->client: sent $un bytes ${ush:0:12}, client got $crn ${crsh:0:12}"
-		grep -q ' error ' <<<"$done_line" && case_fail "upstream: error ${done_line#* error }"
+		check_xfer_exact "$done_line" "$caddr"
 	fi
 	if tc_wait_spliced "$MMP_LOG" "$mark" "$(hostport "$caddr" "$CLIENT_LOCAL_PORT")" 2; then
 		((tr1 - tr0 > 0)) || case_fail "spliced, but no packet was translated"

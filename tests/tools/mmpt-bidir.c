@@ -65,10 +65,9 @@
  * Exit 0 when all N connections were exact in both directions.
  */
 #include "mmpt_common.c"
+#include "mmpt_connect.c"
 
-#include <signal.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <linux/sockios.h>
 
 #define CHUNK (64 * 1024)
@@ -307,18 +306,6 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
 	return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
 }
 
-static void claimed_src(const char *net, int hosts, int port_base, int i, struct sockaddr_storage *ss)
-{
-	char host[INET6_ADDRSTRLEN + 8];
-	snprintf(host, sizeof(host), "%s%d", net, 1 + i % hosts);
-	parse_addr(host, ss, false);
-	uint16_t port = htons((uint16_t)(port_base + i / hosts));
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = port;
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = port;
-}
-
 /* "ok" when `got` is exactly what `from` sent. */
 static bool exact(struct end *from, struct end *got)
 {
@@ -332,74 +319,54 @@ static bool exact(struct end *from, struct end *got)
 
 int main(int argc, char **argv)
 {
-	const char *target = NULL, *listen_at = NULL, *net = "203.0.113.", *dst = NULL, *close_mode = "fin";
-	int n = 0, parallel = 1, hosts = 200, port_base = 30000, timeout_s = 30, max_failures = 0;
+	struct claim_opts o = CLAIM_OPTS_INIT(30);
+	const char *listen_at = NULL, *close_mode = "fin";
+	int parallel = 1, max_failures = 0;
 	uint64_t stall_us = 2000000;
 
-	g_prog = "mmpt-bidir";
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
+	tool_start("mmpt-bidir");
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v)
-			die("missing value for %s", a);
-		if (!strcmp(a, "-c"))
-			target = v;
-		else if (!strcmp(a, "-l"))
+		const char *a = argv[i], *v = opt_value(argc, argv, i);
+		if (!strcmp(a, "-l"))
 			listen_at = v;
-		else if (!strcmp(a, "-n"))
-			n = atoi(v);
 		else if (!strcmp(a, "--parallel"))
 			parallel = atoi(v);
 		else if (!strcmp(a, "--size"))
 			g_size = parse_size(v);
 		else if (!strcmp(a, "--rate"))
 			g_rate = parse_size(v);
-		else if (!strcmp(a, "--dst"))
-			dst = v;
-		else if (!strcmp(a, "--net"))
-			net = v;
-		else if (!strcmp(a, "--hosts"))
-			hosts = atoi(v);
-		else if (!strcmp(a, "--port-base"))
-			port_base = atoi(v);
 		else if (!strcmp(a, "--close"))
 			close_mode = v;
 		else if (!strcmp(a, "--hold-ms"))
 			g_hold_us = strtoull(v, NULL, 0) * 1000;
 		else if (!strcmp(a, "--first-hold-ms"))
 			g_first_hold_us = strtoull(v, NULL, 0) * 1000;
-		else if (!strcmp(a, "--timeout"))
-			timeout_s = atoi(v);
 		else if (!strcmp(a, "--max-failures"))
 			max_failures = atoi(v);
 		else if (!strcmp(a, "--idle"))
 			g_idle = atoi(v);
 		else if (!strcmp(a, "--stall-report-ms"))
 			stall_us = strtoull(v, NULL, 0) * 1000;
-		else
+		else if (!claim_opt(&o, a, v))
 			die("unknown option %s (see the comment at the top of tests/tools/mmpt-bidir.c)", a);
 		i++;
 	}
-	if (!target || !listen_at || n <= 0 || parallel <= 0 || hosts <= 0 || hosts > 254)
+	int n = o.n;
+	if (!o.target || !listen_at || n <= 0 || parallel <= 0 || o.hosts <= 0 || o.hosts > 254)
 		die("usage: see the comment at the top of tests/tools/mmpt-bidir.c");
-	if (port_base + (n - 1) / hosts > 65535)
-		die("port range overflows");
+	claim_check_ports(&o);
 	if (strcmp(close_mode, "fin") && strcmp(close_mode, "mix"))
 		die("--close takes fin or mix");
 	if (parallel > n)
 		parallel = n;
-	struct rlimit rl;
-	getrlimit(RLIMIT_NOFILE, &rl);
-	if (rl.rlim_cur < (rlim_t)parallel * 2 + 64)
-		die("ulimit -n %lu is too low for %d connections", (unsigned long)rl.rlim_cur, parallel);
+	need_nofile((rlim_t)parallel * 2, parallel); /* both ends of each connection */
 
 	struct sockaddr_storage ta, la, da;
-	socklen_t tl = parse_addr(target, &ta, true), ll = parse_addr(listen_at, &la, true);
+	socklen_t tl = parse_addr(o.target, &ta, true), ll = parse_addr(listen_at, &la, true);
 	{
 		struct sockaddr_storage s0;
-		claimed_src(net, hosts, port_base, 0, &s0);
-		parse_addr(dst ? dst : s0.ss_family == AF_INET ? "203.0.113.1:443" : "[2001:db8:5::ffff]:443", &da,
+		claimed_src(&o, 0, &s0);
+		parse_addr(o.dst ? o.dst : s0.ss_family == AF_INET ? "203.0.113.1:443" : "[2001:db8:5::ffff]:443", &da,
 			   true);
 		if (da.ss_family != s0.ss_family)
 			die("--dst and --net must be of the same family");
@@ -440,10 +407,9 @@ int main(int argc, char **argv)
 			sl->kind = !strcmp(close_mode, "fin") || sl->idx % 4 < 2 ? K_FIN
 				   : sl->idx % 4 == 2			      ? K_LB_RST
 									      : K_UP_RST;
-			claimed_src(net, hosts, port_base, sl->idx, &sl->src);
-			int fd = socket(ta.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-			if (fd < 0)
-				die("socket: %s", strerror(errno));
+			claimed_src(&o, sl->idx, &sl->src);
+			int err, fd = connect_start(&ta, tl, &err);
+			/* After connect() but before any write, so it still applies to all data. */
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			sl->lb = end_new(fd, 1000 + 2 * (uint64_t)sl->idx, sl->kind == K_LB_RST, sl->kind != K_FIN);
 			if (sl->idx < g_idle) {
@@ -451,10 +417,10 @@ int main(int argc, char **argv)
 				sl->lb->no_shut = true;
 			}
 			sl->t0_us = now;
-			sl->deadline_us = now + (uint64_t)timeout_s * 1000000;
+			sl->deadline_us = now + (uint64_t)o.timeout_s * 1000000;
 			sl->progress_us = now;
-			if (connect(fd, (struct sockaddr *)&ta, tl) < 0 && errno != EINPROGRESS)
-				end_fail(sl->lb, errno);
+			if (err)
+				end_fail(sl->lb, err);
 			sl->st = S_CONNECTING;
 		}
 		/* Build the poll set. */
@@ -535,14 +501,10 @@ int main(int argc, char **argv)
 			if (sl->st == S_CONNECTING) {
 				if (!pfds[p].revents)
 					continue;
-				int err = 0;
-				socklen_t el = sizeof(err);
-				getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-				uint8_t hdr[64];
-				size_t hl = pp_build_v2(hdr, sizeof(hdr), &sl->src, &da);
+				int err = connect_result(e->fd);
 				if (err)
 					end_fail(e, err);
-				else if (send(e->fd, hdr, hl, MSG_NOSIGNAL) != (ssize_t)hl)
+				else if (!send_claim(e->fd, &sl->src, &da, NULL, 0))
 					end_fail(e, errno);
 				/* The stream starts now: the header is not data. */
 				e->t_start_us = e->last_rx_us = now_us();

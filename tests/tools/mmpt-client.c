@@ -30,7 +30,6 @@
  */
 #include "mmpt_common.c"
 
-#include <signal.h>
 
 static int g_timeout_ms = 30000;
 static uint64_t g_deadline;
@@ -78,9 +77,7 @@ int main(int argc, char **argv)
 	bool xfer_mode = false;
 	uint64_t send_size = 0, seed = 1;
 
-	g_prog = "mmpt-client";
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
+	tool_start("mmpt-client");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -31,10 +31,9 @@
  * Exit 0 when all N succeeded.
  */
 #include "mmpt_common.c"
+#include "mmpt_connect.c"
 
-#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 
 enum cstate { C_IDLE, C_CONNECTING, C_WAITING, C_CLOSING, C_DONE, C_FAILED };
 enum ckind { K_KEEP, K_FIN, K_RST, K_UPRST };
@@ -61,60 +60,42 @@ static enum ckind kind_of(const char *mode, int i)
 	return i % 4 < 2 ? K_FIN : i % 4 == 2 ? K_RST : K_UPRST;
 }
 
-static void fail_note(int idx, const char *net, int hosts, int port_base, const char *why, int err)
+static void fail_note(const struct claim_opts *o, int idx, const char *why, int err)
 {
 	if (g_nfail_shown++ >= 5)
 		return;
-	fprintf(stderr, "fail %d %s%d:%d: %s%s%s\n", idx, net, 1 + idx % hosts, port_base + idx / hosts, why,
-		err ? ": " : "", err ? strerror(err) : "");
+	fprintf(stderr, "fail %d %s%d:%d: %s%s%s\n", idx, o->net, 1 + idx % o->hosts, o->port_base + idx / o->hosts,
+		why, err ? ": " : "", err ? strerror(err) : "");
 }
 
 int main(int argc, char **argv)
 {
-	const char *target = NULL, *dst = NULL, *net = "203.0.113.", *expect_file = NULL;
-	int n = 0, hosts = 200, port_base = 30000, window = 256, timeout_s = 60;
-	const char *close_mode = NULL;
+	struct claim_opts o = CLAIM_OPTS_INIT(60);
+	const char *expect_file = NULL, *close_mode = NULL;
+	int window = 256;
 	uint8_t rst_word[64];
 	size_t rst_word_len = unescape("RST\\n", rst_word, sizeof(rst_word));
 	int kinds[4] = { 0 }, up_reset = 0, up_eof = 0;
 
-	g_prog = "mmpt-flood";
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
+	tool_start("mmpt-flood");
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v)
-			die("missing value for %s", a);
-		if (!strcmp(a, "-c"))
-			target = v;
-		else if (!strcmp(a, "-n"))
-			n = atoi(v);
-		else if (!strcmp(a, "--dst"))
-			dst = v;
-		else if (!strcmp(a, "--net"))
-			net = v;
-		else if (!strcmp(a, "--hosts"))
-			hosts = atoi(v);
-		else if (!strcmp(a, "--port-base"))
-			port_base = atoi(v);
-		else if (!strcmp(a, "--window"))
+		const char *a = argv[i], *v = opt_value(argc, argv, i);
+		if (!strcmp(a, "--window"))
 			window = atoi(v);
-		else if (!strcmp(a, "--timeout"))
-			timeout_s = atoi(v);
 		else if (!strcmp(a, "--expect-file"))
 			expect_file = v;
 		else if (!strcmp(a, "--close"))
 			close_mode = v;
 		else if (!strcmp(a, "--rst-word"))
 			rst_word_len = unescape(v, rst_word, sizeof(rst_word));
-		else
+		else if (!claim_opt(&o, a, v))
 			die("unknown option %s", a);
 		i++;
 	}
-	if (!target || !dst || n <= 0 || hosts <= 0 || hosts > 254)
+	int n = o.n;
+	if (!o.target || !o.dst || n <= 0 || o.hosts <= 0 || o.hosts > 254)
 		die("usage: see the comment at the top of tests/tools/mmpt-flood.c");
-	if (port_base + (n - 1) / hosts > 65535)
-		die("port range overflows");
+	claim_check_ports(&o);
 	if (close_mode && strcmp(close_mode, "fin") && strcmp(close_mode, "rst") && strcmp(close_mode, "mix"))
 		die("--close takes fin, rst or mix");
 	if (window <= 0)
@@ -122,40 +103,34 @@ int main(int argc, char **argv)
 
 	/* Kept open to the end: all N at once; churn: at most the window. */
 	int need = close_mode ? (window < n ? window : n) : n;
-	struct rlimit rl;
-	getrlimit(RLIMIT_NOFILE, &rl);
-	if (rl.rlim_cur < (rlim_t)need + 64)
-		die("ulimit -n %lu is too low for %d connections", (unsigned long)rl.rlim_cur, need);
+	need_nofile((rlim_t)need, need);
 
 	struct sockaddr_storage ta, da;
-	socklen_t tl = parse_addr(target, &ta, true);
-	parse_addr(dst, &da, true);
+	socklen_t tl = parse_addr(o.target, &ta, true);
+	parse_addr(o.dst, &da, true);
 	FILE *ef = expect_file ? fopen(expect_file, "w") : NULL;
 	if (expect_file && !ef)
 		die("%s: %s", expect_file, strerror(errno));
 
 	struct fconn *c = calloc((size_t)n, sizeof(*c));
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	uint64_t t0 = now_ms(), deadline = t0 + (uint64_t)timeout_s * 1000;
+	uint64_t t0 = now_ms(), deadline = t0 + (uint64_t)o.timeout_s * 1000;
 	int next = 0, inflight = 0, ok = 0, failed = 0, open_now = 0, open_max = 0;
 
 	while (ok + failed < n && now_ms() < deadline) {
 		/* Start new connections while the window allows. */
 		while (next < n && inflight < window) {
 			struct fconn *f = &c[next];
-			char src[64];
 			struct sockaddr_storage sa;
-			snprintf(src, sizeof(src), "%s%d:%d", net, 1 + next % hosts, port_base + next / hosts);
-			parse_addr(src, &sa, true);
+			int err;
+			claimed_src(&o, next, &sa);
 			if (ef) {
 				char ab[128];
 				fprintf(ef, "%s\n", fmt_addr(&sa, ab, sizeof(ab)));
 			}
 			f->mlen = (size_t)snprintf(f->msg, sizeof(f->msg), "hello %d\n", next);
-			f->fd = socket(ta.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-			if (f->fd < 0)
-				die("socket: %s", strerror(errno));
-			if (connect(f->fd, (struct sockaddr *)&ta, tl) < 0 && errno != EINPROGRESS) {
+			f->fd = connect_start(&ta, tl, &err);
+			if (err) {
 				f->st = C_FAILED;
 				failed++;
 				close(f->fd);
@@ -177,21 +152,14 @@ int main(int argc, char **argv)
 			int idx = (int)evs[i].data.u32;
 			struct fconn *f = &c[idx];
 			if (f->st == C_CONNECTING) {
-				int err = 0;
-				socklen_t el = sizeof(err);
-				getsockopt(f->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-				uint8_t buf[128];
+				int err = connect_result(f->fd);
 				struct sockaddr_storage sa;
-				char src[64];
-				snprintf(src, sizeof(src), "%s%d:%d", net, 1 + idx % hosts, port_base + idx / hosts);
-				parse_addr(src, &sa, true);
-				size_t hl = pp_build_v2(buf, sizeof(buf), &sa, &da);
-				memcpy(buf + hl, f->msg, f->mlen);
+				claimed_src(&o, idx, &sa);
 				if (err) {
-					fail_note(idx, net, hosts, port_base, "connect", err);
+					fail_note(&o, idx, "connect", err);
 					f->st = C_FAILED;
-				} else if (send(f->fd, buf, hl + f->mlen, MSG_NOSIGNAL) != (ssize_t)(hl + f->mlen)) {
-					fail_note(idx, net, hosts, port_base, "send", errno);
+				} else if (!send_claim(f->fd, &sa, &da, f->msg, f->mlen)) {
+					fail_note(&o, idx, "send", errno);
 					f->st = C_FAILED;
 				} else {
 					f->st = C_WAITING;
@@ -206,12 +174,12 @@ int main(int argc, char **argv)
 					if (f->have < f->mlen)
 						continue;
 					if (memcmp(f->got, f->msg, f->mlen)) {
-						fail_note(idx, net, hosts, port_base, "echo mismatch", 0);
+						fail_note(&o, idx, "echo mismatch", 0);
 						f->st = C_FAILED;
 					} else if (kind_of(close_mode, idx) == K_UPRST) {
 						/* Ask the upstream to reset, then wait for the end. */
 						if (send(f->fd, rst_word, rst_word_len, MSG_NOSIGNAL) != (ssize_t)rst_word_len) {
-							fail_note(idx, net, hosts, port_base, "send rst word", errno);
+							fail_note(&o, idx, "send rst word", errno);
 							f->st = C_FAILED;
 						} else {
 							f->st = C_CLOSING;
@@ -223,7 +191,7 @@ int main(int argc, char **argv)
 				} else if (r < 0 && errno == EAGAIN) {
 					continue;
 				} else {
-					fail_note(idx, net, hosts, port_base, r ? "echo" : "echo: eof", r ? errno : 0);
+					fail_note(&o, idx, r ? "echo" : "echo: eof", r ? errno : 0);
 					f->st = C_FAILED;
 				}
 			} else if (f->st == C_CLOSING) {
@@ -232,7 +200,7 @@ int main(int argc, char **argv)
 				if (r < 0 && errno == EAGAIN)
 					continue;
 				if (r > 0) {
-					fail_note(idx, net, hosts, port_base, "data after the rst word", 0);
+					fail_note(&o, idx, "data after the rst word", 0);
 					f->st = C_FAILED;
 				} else {
 					if (r == 0)
@@ -268,7 +236,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		if (c[i].st == C_CONNECTING || c[i].st == C_WAITING || c[i].st == C_CLOSING || c[i].st == C_IDLE) {
 			if (c[i].st != C_IDLE)
-				fail_note(i, net, hosts, port_base,
+				fail_note(&o, i,
 					  c[i].st == C_CONNECTING ? "timed out connecting"
 					  : c[i].st == C_WAITING  ? "timed out waiting for the echo"
 								  : "timed out waiting for the upstream's reset", 0);

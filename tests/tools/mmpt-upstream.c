@@ -39,7 +39,6 @@
  */
 #include "mmpt_common.c"
 
-#include <signal.h>
 #include <sys/epoll.h>
 
 #define MAX_LISTEN 8
@@ -283,9 +282,7 @@ int main(int argc, char **argv)
 	const char *laddrs[MAX_LISTEN];
 	int nl = 0;
 
-	g_prog = "mmpt-upstream";
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
+	tool_start("mmpt-upstream");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;

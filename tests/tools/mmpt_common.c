@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +42,26 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(2);
+}
+
+/*
+ * A TCP tool's first step: its name for die(), stdout line-buffered (the
+ * tests read it while the tool runs), and SIGPIPE ignored (a write to a
+ * closed peer is a result to report, not a reason to die).
+ */
+static void tool_start(const char *name)
+{
+	g_prog = name;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The value of option argv[i], for tools whose every option takes one. */
+static const char *opt_value(int argc, char **argv, int i)
+{
+	if (i + 1 >= argc)
+		die("missing value for %s", argv[i]);
+	return argv[i + 1];
 }
 
 static uint64_t now_ms(void)

@@ -3,7 +3,7 @@
  * cmocka tests for the tc engine's hand-built window updates
  * (user/tc_packet.c): mmp_tc_build_ack for IPv4 and IPv6, with and without
  * timestamps, checked field by field against a packet laid out here, and
- * with both checksums verified by this file's own RFC 1071 code.
+ * with both checksums verified by the tests' own RFC 1071 code (tc_fixtures.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,60 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tc_fixtures.h"
 #include "tc_packet.h"
-
-/* ---------------------------------------------------------------------------
- * Independent checksum code: high and low bytes summed apart, in 64 bits.
- * ------------------------------------------------------------------------ */
-
-static uint64_t raw_sum(const uint8_t *p, size_t n)
-{
-	uint64_t hi = 0, lo = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (i % 2 == 0)
-			hi += p[i];
-		else
-			lo += p[i];
-	}
-	return hi * 256 + lo;
-}
-
-static uint16_t fold(uint64_t s)
-{
-	while (s > 0xffff)
-		s = (s >> 16) + (s & 0xffff);
-	return (uint16_t)s;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* Folded sum over pseudo header + segment (0xffff when the checksum verifies). */
-static uint16_t tcp_residual(uint8_t family, const uint8_t *ip, size_t ip_hlen, size_t seg_len)
-{
-	uint64_t s = family == 4 ? raw_sum(ip + 12, 8) : raw_sum(ip + 8, 32);
-
-	s += 6 + seg_len;
-	s += raw_sum(ip + ip_hlen, seg_len);
-	return fold(s);
-}
 
 /* ---------------------------------------------------------------------------
  * Cases
@@ -175,7 +123,7 @@ static void test_build_ack(void **state)
 	/* The checksums, by this file's code. */
 	if (c->family == 4)
 		put16(ip + 10, (uint16_t)~fold(raw_sum(ip, 20)));
-	put16(t + 16, (uint16_t)~tcp_residual(c->family, want, ip_hlen, tcp_hlen));
+	put16(t + 16, (uint16_t)~tcp_residual_at(c->family, want, ip_hlen, tcp_hlen));
 
 	for (size_t i = 0; i < len; i++) {
 		if (buf[i] != want[i]) {
@@ -190,7 +138,7 @@ static void test_build_ack(void **state)
 	/* And the checksums verify on the function's own bytes. */
 	if (c->family == 4)
 		assert_int_equal(fold(raw_sum(buf, 20)), 0xffff);
-	assert_int_equal(tcp_residual(c->family, buf, ip_hlen, tcp_hlen), 0xffff);
+	assert_int_equal(tcp_residual_at(c->family, buf, ip_hlen, tcp_hlen), 0xffff);
 	assert_int_equal(get16(buf + ip_hlen + 14), c->want_window);
 }
 

@@ -8,7 +8,7 @@
  * more Ethernet + IPv4/IPv6 + TCP packets through mmp_tc_egress (or
  * mmp_tc_ingress) and compares the output byte by byte with a packet built
  * independently from the expected field values. Checksums are verified with
- * this file's own ones' complement code, not the project's.
+ * the tests' own ones' complement code (tc_fixtures.c), not the project's.
  *
  * test_run hands the program a CHECKSUM_NONE skb, so the checksum helpers must
  * update the full checksum: a wrong incremental update shows up here.
@@ -31,6 +31,7 @@
 #include <bpf/libbpf.h>
 #include "mmp_tc.h"
 #include "tc.skel.h"
+#include "tc_fixtures.h"
 
 #define TC_ACT_UNSPEC (-1) /* not ours: the next filter decides */
 #define TC_ACT_OK 0
@@ -139,54 +140,6 @@ struct seg {
 	uint8_t eth_pad; /* zero bytes after the IP packet (short frames padded to 60) */
 };
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/*
- * Independent RFC 1071 arithmetic: the high bytes and the low bytes of the
- * 16-bit words are summed separately in 64 bits and combined at the end.
- */
-static uint64_t raw_sum(const uint8_t *p, size_t n)
-{
-	uint64_t hi = 0, lo = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (i % 2 == 0)
-			hi += p[i];
-		else
-			lo += p[i];
-	}
-	return hi * 256 + lo;
-}
-
-static uint16_t fold(uint64_t s)
-{
-	while (s > 0xffff)
-		s = (s >> 16) + (s & 0xffff);
-	return (uint16_t)s;
-}
-
 /* Ones' complement a + b on 16 bits. */
 static uint16_t oc_add(uint16_t a, uint16_t b)
 {
@@ -241,17 +194,7 @@ static uint16_t ip_residual(const uint8_t *b, const struct layout *lo)
 /* The folded sum over pseudo header + segment: 0xffff when the TCP checksum verifies. */
 static uint16_t tcp_residual(const uint8_t *b, const struct layout *lo)
 {
-	size_t seg_len = lo->len - lo->l4;
-	uint64_t s;
-
-	if (lo->family == 4)
-		s = raw_sum(b + lo->l3 + 12, 8);
-	else
-		s = raw_sum(b + lo->l3 + 8, 32);
-	s += 6; /* zero, protocol */
-	s += seg_len; /* TCP length (fits in 16 bits here) */
-	s += raw_sum(b + lo->l4, seg_len);
-	return fold(s);
+	return tcp_residual_at(lo->family, b + lo->l3, lo->ip_hlen, lo->len - lo->l4);
 }
 
 static size_t build_opts(const struct seg *s, uint8_t *o)

@@ -9,6 +9,11 @@
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+UNIT_HDRS := $(wildcard tests/unit/*.h)
+
+# Helpers shared by some tests (tests/unit/*.c that are not test_*.c): each
+# test binary that uses one lists its object as a prerequisite below.
+TC_FIXTURES := $(BUILD)/tests/tc_fixtures.o
 
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 70000
@@ -21,9 +26,16 @@ FUZZ_PP_SRCS := tests/fuzz/fuzz_proxy_proto.c user/proxy_proto.c user/crc32c.c
 
 .PHONY: unit-tests fuzz-tests fuzz-corpus
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmmp.a $(HEADERS)
+$(BUILD)/tests/%.o: tests/unit/%.c $(UNIT_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmmp.a -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/test_tc_rewrite $(BUILD)/tests/test_tc_packet: $(TC_FIXTURES)
+
+# The test's source, then any helper objects it depends on (above).
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmmp.a $(HEADERS) $(UNIT_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(filter %.o,$^) $(BUILD)/libmmp.a -lcmocka $(LDLIBS)
 
 # Run every test binary, even after a failure; fail if any failed.
 unit-tests: $(UNIT_BINS)
