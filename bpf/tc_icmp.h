@@ -23,6 +23,14 @@
  * Then it is delivered as the data path delivers L->P segments (into lo
  * ingress for a remote load balancer), where the upstream's socket is.
  *
+ * IPv4 only when lo takes it (icmp4_to_upstream): lo's route lookup drops an
+ * IPv4 packet to 127.0.0.1 from a foreign source as a martian unless lo has
+ * route_localnet and accept_local (the TCP data path never meets that
+ * lookup: early demux hands its segments to the upstream's socket first).
+ * Without them the error keeps its outer destination P, a local address,
+ * and goes up the stack where it arrived: tcp_v4_err finds the upstream's
+ * socket from the quote alone.
+ *
  * The MTU (or pointer) in the error is kept: both connections are of one
  * family with the same TCP options, and the data path rewrites in place, so
  * a conn2 segment and its conn1 translation have the same size and layout.
@@ -45,6 +53,9 @@
 #define ICMP_HLEN 8 /* type, code, checksum, 4 bytes of MTU/pointer/unused */
 #define QUOTE_MIN_TCP 8 /* ports and seq: all the kernel reads, and all RFC 792 promises */
 #define QUOTE_ACK_TCP 16 /* up to the flags and window: the ack and its flag */
+
+/* Set by userspace before load: lo has route_localnet and accept_local (see above). */
+const volatile bool icmp4_to_upstream = false;
 
 /* An ICMP error quoting a TCP segment: offsets and stack copies of what changes. */
 struct icmp_quote {
@@ -145,7 +156,8 @@ static __always_inline __u16 csum_fold16(__u32 s)
  * the top of this file). Returns 0, or -1 when the packet could not be
  * written.
  */
-static __always_inline int icmp_rewrite(struct __sk_buff *skb, struct icmp_quote *q, const struct mmp_tc_flow *flow)
+static __always_inline int icmp_rewrite(struct __sk_buff *skb, struct icmp_quote *q, const struct mmp_tc_flow *flow,
+					bool to_upstream)
 {
 	/* The upstream's segments go U->C: the reverse of the up direction's output tuple C->U. */
 	const struct mmp_tc_tuple *cu = &flow->up.out;
@@ -204,6 +216,8 @@ static __always_inline int icmp_rewrite(struct __sk_buff *skb, struct icmp_quote
 		return -1;
 
 	/* The outer destination: P becomes U. */
+	if (!to_upstream)
+		return 0;
 	if (q->family == 4)
 		return bpf_skb_store_bytes(skb, ETH_HLEN + 16, cu->daddr, 4, 0) ||
 		       bpf_l3_csum_replace(skb, ETH_HLEN + 10, q->outer_dst[0], *(__u32 *)cu->daddr, 4) ?
@@ -229,6 +243,7 @@ static __noinline int handle_icmp(struct __sk_buff *skb)
 	struct mmp_tc_tuple key;
 	struct mmp_tc_tuple_val *tv;
 	struct mmp_tc_flow *flow;
+	bool to_upstream;
 	int ret;
 
 	if (icmp_parse(skb, &q))
@@ -263,13 +278,15 @@ static __noinline int handle_icmp(struct __sk_buff *skb)
 	 */
 	if (!flow || flow->mode != MMP_TC_MODE_SPLICE)
 		return TC_ACT_UNSPEC;
-	ret = icmp_rewrite(skb, &q, flow);
+	to_upstream = q.family == 6 || icmp4_to_upstream;
+	ret = icmp_rewrite(skb, &q, flow, to_upstream);
 	if (ret) {
 		count(MMP_TC_CNT_REDIRECT_FAILED);
 		return TC_ACT_SHOT;
 	}
 	count(MMP_TC_CNT_ICMP_TRANSLATED);
-	return deliver(skb, &flow->up);
+	/* Still addressed to P: delivered locally from here, wherever it arrived. */
+	return to_upstream ? deliver(skb, &flow->up) : TC_ACT_OK;
 }
 
 #endif

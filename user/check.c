@@ -108,10 +108,10 @@ int mmp_check_command(const struct mmp_config *cfg)
 	ok &= check_routing(cfg, AF_INET);
 	ok &= check_routing(cfg, AF_INET6);
 	if (mmp_lo_sysctls_ok()) {
-		printf("ok   lo route_localnet=1 accept_local=1 (in-kernel UDP from a remote load balancer)\n");
+		printf("ok   lo route_localnet=1 accept_local=1 (in-kernel UDP from a remote load balancer, tc ICMP errors to the upstream)\n");
 	} else {
-		/* Not fatal: only the UDP fast path for remote load balancers needs them. */
-		printf("warn lo route_localnet/accept_local are not 1: UDP from a remote load balancer stays in userspace\n");
+		/* Not fatal: the UDP fast path for remote load balancers needs them; tc ICMP errors go another way. */
+		printf("warn lo route_localnet/accept_local are not 1: UDP from a remote load balancer stays in userspace; tc delivers IPv4 ICMP errors to the listen address instead of the upstream's\n");
 		printf("    fix: mmproxy-bpf setup-routing, or: sysctl -w net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1\n");
 	}
 	printf("%s\n", ok ? "all checks passed" : "some checks failed: apply the fixes above");

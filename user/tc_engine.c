@@ -21,6 +21,7 @@
 #include "mmp_maps.h"
 #include "mmp_tc.h"
 #include "pins.h"
+#include "routing.h"
 #include "sockaddr.h"
 #include "sockinfo.h"
 #include "splice.h"
@@ -223,6 +224,8 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_tuples, 4 * cfg->tc_max_flows);
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_flows, cfg->tc_max_flows);
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_stats, cfg->tc_max_flows);
+	/* IPv4 ICMP errors go to the upstream's address only where lo accepts them (bpf/tc_icmp.h). */
+	tc->skel->rodata->icmp4_to_upstream = mmp_lo_sysctls_ok();
 	err = adopt_pins(tc);
 	if (err)
 		goto fail;

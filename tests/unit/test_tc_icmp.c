@@ -262,6 +262,7 @@ struct icmp_case {
 	bool egress; /* run mmp_tc_egress: ICMP is looked at on ingress only */
 	uint32_t mode; /* 0: SPLICE */
 	bool lb_local; /* up.redirect_ifindex 0 (both connections over lo): continue, no redirect */
+	bool lo_refuses_v4; /* icmp4_to_upstream off: lo lacks route_localnet/accept_local */
 	uint8_t type, code;
 	uint32_t info;
 	struct seg quoted; /* the conn1 segment the router quotes */
@@ -338,6 +339,20 @@ static const struct icmp_case cases[] = {
 		.quoted = { P_TO_L, .seq = 0x10000100, .ack = 0xfffff000, .flags = ACK, .payload = 0 },
 		.quote_tcp = 0, .outer_dst = E_P, .rewritten = true, .ret = TC_ACT_REDIRECT,
 		.want_seq = 0x00000000, .want_ack = 0x00000000, .want_icmp_cnt = 1,
+	},
+	{
+		.name = "IPv4 frag-needed, lo refuses foreign sources: quote translated, outer destination P kept, up the stack",
+		.family = 4, .lo_refuses_v4 = true, .type = 3, .code = 4, .info = 1280,
+		.quoted = { P_TO_L, .seq = 0x000000f0, .ack = 0x00000100, .flags = ACK, .payload = 1400 },
+		.quote_tcp = 20, .outer_dst = E_P, .rewritten = true, .ret = TC_ACT_OK,
+		.want_seq = 0xeffffff0, .want_ack = 0x00001100, .want_icmp_cnt = 1,
+	},
+	{
+		.name = "ICMPv6 packet too big, lo's IPv4 sysctls off: still to the upstream (IPv6 needs none)",
+		.family = 6, .lo_refuses_v4 = true, .type = 2, .code = 0, .info = 1280,
+		.quoted = { P_TO_L, .seq = 0x00000010, .ack = 0x00000020, .flags = ACK, .payload = 1400 },
+		.quote_tcp = 20, .outer_dst = E_P, .rewritten = true, .ret = TC_ACT_REDIRECT,
+		.want_seq = 0xefffff10, .want_ack = 0x00001020, .want_icmp_cnt = 1,
 	},
 	/* ---- not ours: untouched ---- */
 	{
@@ -418,13 +433,14 @@ static const struct icmp_case cases[] = {
 
 static struct tc_bpf *cur_skel;
 
-static struct tc_bpf *load_skel(void)
+static struct tc_bpf *load_skel(const struct icmp_case *c)
 {
 	struct tc_bpf *skel = tc_bpf__open();
 	int err;
 
 	if (!skel)
 		fail_msg("tc_bpf__open: %s", strerror(errno));
+	skel->rodata->icmp4_to_upstream = !c->lo_refuses_v4;
 	bpf_map__set_max_entries(skel->maps.mmp_tc_tuples, 16);
 	bpf_map__set_max_entries(skel->maps.mmp_tc_flows, 4);
 	bpf_map__set_max_entries(skel->maps.mmp_tc_stats, 4);
@@ -512,8 +528,11 @@ static size_t build_expected(const struct icmp_case *c, const uint8_t *in_quote,
 	 */
 	if (qlen > ip_hlen + 12)
 		memcpy(seg + ip_hlen + 12, in_quote + ip_hlen + 12, qlen - ip_hlen - 12);
-	len = build_icmp(c->family, E_R, E_U, c->type, c->code, c->info, seg, qlen, want);
-	if (!c->lb_local)
+	/* Without lo's sysctls an IPv4 error stays addressed to P and is not redirected. */
+	bool to_upstream = c->family == 6 || !c->lo_refuses_v4;
+
+	len = build_icmp(c->family, E_R, to_upstream ? E_U : E_P, c->type, c->code, c->info, seg, qlen, want);
+	if (!c->lb_local && to_upstream)
 		memset(want, 0, 12); /* redirected into lo: MACs zeroed */
 	return len;
 }
@@ -580,7 +599,7 @@ static void test_case(void **state)
 
 	if (geteuid() != 0)
 		skip();
-	skel = cur_skel = load_skel();
+	skel = cur_skel = load_skel(c);
 	fill_maps(skel, c);
 	seg_len = build_seg(c->family, &c->quoted, seg);
 	qlen = quote_len(c, seg_len);
