@@ -166,7 +166,7 @@ pmtu_case() {
 			echo "--- nstat (non-zero)"
 			ns_exec "$TOPO_PROXY" nstat -asz 2>/dev/null | awk '$2 != 0'
 		} >"$T_TMP/diag-$MMP_STARTS.txt" 2>&1
-		case_fail "sockets, counters and route saved in $T_TMP/diag-$MMP_STARTS.txt"
+		case_fail "sockets, counters and route saved in $T_TMP/diag-$MMP_STARTS.txt (MMP_KEEP_TMP=1 keeps it)"
 	fi
 	if ! done_line=$(wait_log_since "$uplog" 0 '^done ' 10); then
 		case_fail "upstream never finished its side ($(grep '^peer' "$uplog" | tr '\n' ' '))"
