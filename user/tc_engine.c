@@ -191,6 +191,17 @@ static int adopt_pins(struct mmp_tc *tc)
 			       path, tc->pin_dir);
 			return -EEXIST;
 		}
+		/*
+		 * Counters are no flow state: an older version's array, without
+		 * the counters added since, is replaced (pinning over it) rather
+		 * than adopted, where the new counters would silently not count.
+		 */
+		if (!strcmp(bpf_map__name(map), MMP_TC_COUNTERS_MAP) && info.max_entries < MMP_TC_CNT_MAX) {
+			close(fd);
+			pr_info("tc engine: %s has fewer counters than this version: its counters start again from zero",
+				path);
+			continue;
+		}
 		err = bpf_map__reuse_fd(map, fd);
 		close(fd);
 		if (err) {

@@ -117,12 +117,15 @@ router_errors() {
 t_require pmtu_topology
 t_require hap_lb_start
 
-# pmtu_case NAME FAMILY(4|6) LO_SYSCTLS(1|0)
+# pmtu_case NAME FAMILY(4|6) LO_SYSCTLS(1|0) [OLD_COUNTERS]
 # LO_SYSCTLS: lo's route_localnet and accept_local as setup-routing sets them
 # (1: IPv4 errors go to the upstream's address through lo) or as the bare ip
 # rules leave them (0: IPv4 errors stay addressed to the listen address).
+# OLD_COUNTERS=1: the pin directory already holds an mmp_tc_counters from a
+# version without this counter (6 entries), as after an upgrade; the proxy
+# must replace it, not adopt it, or the new counter would not count.
 pmtu_case() {
-	local name=$1 fam=$2 lo=$3 listen target caddr uplog uplog_var mark done_line t0 ms ic0 ic1 re0 re1 crc
+	local name=$1 fam=$2 lo=$3 old_counters=${4:-0} pindir listen target caddr uplog uplog_var mark done_line t0 ms ic0 ic1 re0 re1 crc
 	case_begin "$name"
 	if [[ $fam == 4 ]]; then
 		listen="$P_IP4:$PROXY_PORT" target="$LB_IP4:$HAP_PORT" caddr=$CL_IP4 uplog_var=UP4_LOG
@@ -139,7 +142,13 @@ pmtu_case() {
 		return
 	fi
 	uplog=${!uplog_var}
-	if ! tc_mmp_start "$(tc_pindir "$MMP_STARTS")" "$listen" --iface veth-pr; then
+	pindir=$(tc_pindir "$MMP_STARTS")
+	if ((old_counters)); then
+		cleanup_push "rm -rf '$pindir'"
+		mkdir -p "$pindir" && bpftool map create "$pindir/mmp_tc_counters" type percpu_array key 4 value 8 \
+			entries 6 name mmp_tc_counters || case_fail "could not pin an old-layout counters map"
+	fi
+	if ! tc_mmp_start "$pindir" "$listen" --iface veth-pr; then
 		case_fail "$MMP_START_ERR"
 		up_stop
 		case_end
@@ -199,6 +208,7 @@ pmtu_case() {
 pmtu_case "1 IPv4 frag-needed from a router after the hand-off, lo sysctls on (to the upstream via lo): the upstream lowers its MSS" 4 1
 pmtu_case "2 ICMPv6 packet too big from a router after the hand-off: the upstream lowers its MSS" 6 0
 pmtu_case "3 IPv4 frag-needed, lo sysctls off (kept to the listen address): the upstream lowers its MSS" 4 0
+pmtu_case "4 after an upgrade (an older counters map pinned): the error is counted" 4 1 1
 
 case_lifecycle
 t_finish
