@@ -44,7 +44,10 @@
 #ifndef MMP_TC_ICMP_H
 #define MMP_TC_ICMP_H
 
-/* The error types tcp_v4_err / tcp_v6_err act on (echo, redirects and others pass). */
+/*
+ * The errors that report what became of a segment. Redirects (about P's
+ * route, not the upstream's), echo and the rest pass untranslated.
+ */
 #define ICMP_DEST_UNREACH 3 /* code 4: fragmentation needed, MTU in bytes 6..7 */
 #define ICMP_TIME_EXCEEDED 11
 #define ICMP_PARAMETERPROB 12
