@@ -184,7 +184,7 @@ static size_t build_seg(uint8_t family, const struct seg *s, uint8_t *b)
 	return len;
 }
 
-/* Ethernet + outer IP (from R... to dst) + ICMP header + quote, checksums right. */
+/* Ethernet + outer IP (src to dst) + ICMP header + quote, checksums right. */
 static size_t build_icmp(uint8_t family, enum end src, enum end dst, uint8_t type, uint8_t code, uint32_t info,
 			 const uint8_t *quote, size_t qlen, uint8_t *b)
 {
