@@ -43,7 +43,7 @@ all: $(BIN)
 $(BUILD) $(BUILD)/user:
 	@mkdir -p $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
 	$(BPFTOOL) gen object $@ $@.tmp.o || { rm -f $@ $@.tmp.o; false; }
 	@rm -f $@.tmp.o

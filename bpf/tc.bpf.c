@@ -12,6 +12,10 @@
  *               SACK edges, timestamps and window; then either continue (both
  *               connections on lo) or are redirected (into lo, or out through
  *               the load balancer's interface).
+ * At ingress, an ICMP error quoting a spliced flow's P->L segment (a router's
+ * "fragmentation needed" on the way to a remote load balancer) is rewritten
+ * into the error about the upstream's segment and delivered to it
+ * (tc_icmp.h), so PMTU discovery works across the splice.
  *
  * Headers are copied to the stack, changed there, diffed word by word for the
  * checksums and stored back in one call each, so no packet pointer has to
@@ -34,6 +38,11 @@
 #define TCP_HLEN 20
 #define NEXTHDR_HOP 0 /* IPv6 hop-by-hop options */
 #define TCP_MAX_OPTS 40
+#define IPPROTO_ICMPV6 58 /* a #define in linux/in6.h, so not in vmlinux.h */
+
+/* parse() results besides 0 (a TCP segment) and -1 (not ours). */
+#define PARSE_FRAGMENT (-2)
+#define PARSE_ICMP (-3)
 
 #define TCPOPT_EOL 0
 #define TCPOPT_NOP 1
@@ -157,7 +166,11 @@ static __always_inline void wr32(__u8 *p, __u32 v)
 	p[3] = v;
 }
 
-/* Parse Ethernet/IP/TCP into p. Returns 0, or -1 for anything not handled. */
+/*
+ * Parse Ethernet/IP/TCP into p. Returns 0, PARSE_FRAGMENT (an IPv4 fragment),
+ * PARSE_ICMP (an ICMP/ICMPv6 packet, parsed by handle_icmp) or -1 for
+ * anything else not handled.
+ */
 static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 {
 	void *data = (void *)(long)skb->data;
@@ -172,10 +185,13 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
 
-		if ((void *)(ip + 1) > data_end || ip->protocol != IPPROTO_TCP)
+		if ((void *)(ip + 1) > data_end)
 			return -1;
+		/* TCP is decided first: the ICMP test costs TCP packets nothing. */
+		if (ip->protocol != IPPROTO_TCP)
+			return ip->protocol == IPPROTO_ICMP ? PARSE_ICMP : -1;
 		if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
-			return -2;
+			return PARSE_FRAGMENT;
 		p->family = 4;
 		p->l4_off = ETH_HLEN + ip->ihl * 4;
 		__builtin_memcpy(p->tuple.saddr, &ip->saddr, 4);
@@ -204,7 +220,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 			p->l4_off += (hbh->hdrlen + 1) * 8;
 		}
 		if (nexthdr != IPPROTO_TCP)
-			return -1;
+			return ip6->nexthdr == IPPROTO_ICMPV6 ? PARSE_ICMP : -1;
 		__builtin_memcpy(p->tuple.saddr, &ip6->saddr, 16);
 		__builtin_memcpy(p->tuple.daddr, &ip6->daddr, 16);
 		p->ip_end = bpf_ntohs(ip6->payload_len) ? ETH_HLEN + sizeof(*ip6) + bpf_ntohs(ip6->payload_len) : 0;
@@ -416,6 +432,21 @@ static __always_inline void update_stats(__u64 flow, int dir, struct pkt *p, __u
 		st->rst = 1;
 }
 
+/* Send a rewritten packet on the way of its direction: this path, into lo, or out to the load balancer. */
+static __always_inline int deliver(struct __sk_buff *skb, const struct mmp_tc_dir *d)
+{
+	if (!d->redirect_ifindex)
+		return TC_ACT_OK;
+	if (d->redirect_ingress) {
+		/* lo drops frames whose destination MAC is not its own (zero) as OTHERHOST. */
+		__u8 zero[12] = { 0 };
+
+		bpf_skb_store_bytes(skb, 0, zero, sizeof(zero), 0);
+		return bpf_redirect(d->redirect_ifindex, BPF_F_INGRESS);
+	}
+	return bpf_redirect_neigh(d->redirect_ifindex, NULL, 0, 0);
+}
+
 /* SPLICE: rewrite a peer's segment into the other connection. */
 static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, __u64 flow, int dir,
 				     const struct mmp_tc_dir *d)
@@ -473,20 +504,12 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, __u64
 	}
 	update_stats(flow, dir, p, flags);
 	count(MMP_TC_CNT_TRANSLATED);
-
-	if (!d->redirect_ifindex)
-		return TC_ACT_OK;
-	if (d->redirect_ingress) {
-		/* lo drops frames whose destination MAC is not its own (zero) as OTHERHOST. */
-		__u8 zero[12] = { 0 };
-
-		bpf_skb_store_bytes(skb, 0, zero, sizeof(zero), 0);
-		return bpf_redirect(d->redirect_ifindex, BPF_F_INGRESS);
-	}
-	return bpf_redirect_neigh(d->redirect_ifindex, NULL, 0, 0);
+	return deliver(skb, d);
 }
 
-static __always_inline int handle(struct __sk_buff *skb)
+#include "tc_icmp.h"
+
+static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 {
 	struct mmp_tc_tuple_val *tv;
 	struct mmp_tc_flow *flow;
@@ -498,8 +521,11 @@ static __always_inline int handle(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC;
 	ret = parse(skb, p);
 	if (ret) {
-		if (ret == -2)
+		if (ret == PARSE_FRAGMENT)
 			count(MMP_TC_CNT_NOT_TCP_OR_FRAGMENT);
+		/* Errors about our segments come back in: only ingress looks at ICMP. */
+		if (ret == PARSE_ICMP && ingress)
+			return handle_icmp(skb);
 		return TC_ACT_UNSPEC;
 	}
 	tv = bpf_map_lookup_elem(&mmp_tc_tuples, &p->tuple);
@@ -552,13 +578,13 @@ static __always_inline int handle(struct __sk_buff *skb)
 SEC("tc")
 int mmp_tc_egress(struct __sk_buff *skb)
 {
-	return handle(skb);
+	return handle(skb, false);
 }
 
 SEC("tc")
 int mmp_tc_ingress(struct __sk_buff *skb)
 {
-	return handle(skb);
+	return handle(skb, true);
 }
 
 char LICENSE[] SEC("license") = "GPL";

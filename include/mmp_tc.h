@@ -105,6 +105,7 @@ enum mmp_tc_counter {
 	MMP_TC_CNT_NOT_TCP_OR_FRAGMENT, /* IPv4 fragments: passed untouched */
 	MMP_TC_CNT_FREEZE_DROPS, /* peer segments dropped while freezing */
 	MMP_TC_CNT_TUPLE_REUSED, /* a SYN reused an ended flow's tuple */
+	MMP_TC_CNT_ICMP_TRANSLATED, /* ICMP errors about conn1 segments turned into the upstream's */
 	MMP_TC_CNT_MAX,
 };
 

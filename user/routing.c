@@ -113,7 +113,11 @@ static int setup_family(const struct family_route *r, const char *table)
 	return 0;
 }
 
-/* lo sysctls the in-kernel UDP path needs for a remote load balancer (DESIGN §4). */
+/*
+ * lo sysctls that let lo take IPv4 packets to 127.0.0.1 from foreign sources:
+ * the in-kernel UDP path needs them for a remote load balancer (DESIGN §4),
+ * and the tc engine to deliver ICMP errors to the upstream's address.
+ */
 static const char *const lo_sysctls[] = {
 	"/proc/sys/net/ipv4/conf/lo/route_localnet",
 	"/proc/sys/net/ipv4/conf/lo/accept_local",

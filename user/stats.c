@@ -110,6 +110,7 @@ static void print_tc_counters(int fd)
 		[MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = "ipv4_fragments_passed",
 		[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
 		[MMP_TC_CNT_TUPLE_REUSED] = "tuples_reused_by_syn",
+		[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_errors_translated",
 	};
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t vals[1024];

@@ -191,6 +191,17 @@ static int adopt_pins(struct mmp_tc *tc)
 			       path, tc->pin_dir);
 			return -EEXIST;
 		}
+		/*
+		 * Counters are no flow state: an older version's array, without
+		 * the counters added since, is replaced (pinning over it) rather
+		 * than adopted, where the new counters would silently not count.
+		 */
+		if (!strcmp(bpf_map__name(map), MMP_TC_COUNTERS_MAP) && info.max_entries < MMP_TC_CNT_MAX) {
+			close(fd);
+			pr_info("tc engine: %s has fewer counters than this version: its counters start again from zero",
+				path);
+			continue;
+		}
 		err = bpf_map__reuse_fd(map, fd);
 		close(fd);
 		if (err) {
@@ -224,6 +235,8 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_tuples, 4 * cfg->tc_max_flows);
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_flows, cfg->tc_max_flows);
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_stats, cfg->tc_max_flows);
+	/* IPv4 ICMP errors go to the upstream's address only where lo accepts them (bpf/tc_icmp.h). */
+	tc->skel->rodata->icmp4_to_upstream = mmp_lo_sysctls_ok();
 	err = adopt_pins(tc);
 	if (err)
 		goto fail;

@@ -1409,6 +1409,7 @@ static const char *const counter_name[] = {
 	[MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = "not_tcp_or_fragment",
 	[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
 	[MMP_TC_CNT_TUPLE_REUSED] = "tuple_reused",
+	[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_translated",
 };
 
 /* The current case's skeleton: destroyed by the teardown, even after a failure. */
