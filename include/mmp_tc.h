@@ -90,7 +90,7 @@ struct mmp_tc_flow {
 struct mmp_tc_stats {
 	__u64 packets[2]; /* [0] up, [1] down */
 	__u64 bytes[2];
-	__u64 last_seen_ns;
+	__u64 last_seen_ns; /* CLOCK_MONOTONIC_COARSE (bpf_ktime_get_coarse_ns: a tick behind at most, far cheaper) */
 	__u32 tsval_delta[2];
 	__u8 ts_learned[2];
 	__u8 fin[2]; /* FIN seen from L (up) / from U (down) */

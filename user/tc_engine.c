@@ -73,7 +73,7 @@ static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns() is CLOCK_MONOTONIC */
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the TC programs' coarse clock runs at most a tick behind it */
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
