@@ -731,6 +731,7 @@ static bool reset_during_switch(struct mmp_worker *w, struct mmp_conn *c, const 
 	struct tcp_info a, b;
 	struct mmp_tc_ack rst = { .flags = 0x14 }; /* RST|ACK */
 	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
+	char name[MMP_ADDRSTRLEN];
 
 	if (mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
 		return false;
@@ -749,8 +750,11 @@ static bool reset_during_switch(struct mmp_worker *w, struct mmp_conn *c, const 
 	mmp_tc_send_ack(fd, &rst);
 	delete_flow(tc, c->tc_flow, ft);
 	c->tc_holding = false;
-	pr_debug("tc engine: a reset arrived during the switch; forwarded it");
+	pr_debug("tc engine: hand-off of client %s aborted (a reset arrived during the switch): forwarded it",
+		 client_name(c, name));
 	atomic_fetch_add(&w->counters->resets_forwarded, 1);
+	/* The hand-off has an outcome like any other: every flow is counted once. */
+	atomic_fetch_add(&w->counters->tc_aborted, 1);
 	mmp_conn_close(w, c, false, false);
 	return true;
 }
