@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "clsact.h"
 #include "log.h"
 #include "netlink.h"
 #include "mmp_maps.h"
@@ -336,6 +337,8 @@ void mmp_tc_close(struct mmp_tc *tc, bool keep)
 				detach_hook(tc, i, BPF_TC_INGRESS);
 				detach_hook(tc, i, BPF_TC_EGRESS);
 			}
+			for (int i = 0; i < tc->nifaces; i++)
+				mmp_clsact_remove_if_empty(tc->ifindex[i]);
 		}
 		for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++)
 			mmp_unpin(tc->pin_dir, pinned_maps[i]);
@@ -912,6 +915,8 @@ int mmp_tc_detach_everywhere(uint32_t prio)
 	int removed = 0;
 
 	for (i = ifs; i && i->if_index; i++) {
+		bool ours = false;
+
 		for (int dir = 0; dir < 2; dir++) {
 			DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = i->if_index,
 					    .attach_point = dir ? BPF_TC_EGRESS : BPF_TC_INGRESS);
@@ -921,8 +926,11 @@ int mmp_tc_detach_everywhere(uint32_t prio)
 				printf("removed: tc filter pref %u handle 0x%x on %s %s\n", prio, MMP_TC_HANDLE,
 				       i->if_name, dir ? "egress" : "ingress");
 				removed++;
+				ours = true;
 			}
 		}
+		if (ours && mmp_clsact_remove_if_empty((int)i->if_index) == 1)
+			printf("removed: clsact qdisc on %s (no filter left on it)\n", i->if_name);
 	}
 	if_freenameindex(ifs);
 	return removed;

@@ -115,7 +115,7 @@ else
 		[[ -z $LEFT_PINS ]] || case_fail "pins left after the second instance's exit: $LEFT_PINS"
 		[[ -z $LEFT_FILTERS ]] || case_fail "TC filters left after the second instance's exit: $(tr '\n' ';' <<<"$LEFT_FILTERS")"
 		clsact=$(tc_clsact "$TOPO_PROXY")
-		[[ -n $clsact ]] && case_note "clsact qdisc still on: $clsact (filters gone)"
+		[[ -z $clsact ]] || case_fail "clsact qdisc left on: $clsact (no other tool uses it here)"
 	fi
 fi
 case_end
@@ -172,6 +172,8 @@ else
 	after=$LEFT_SUMMARY
 	[[ -z $LEFT_PINS ]] || case_fail "pins left after cleanup: $LEFT_PINS"
 	[[ -z $LEFT_FILTERS ]] || case_fail "TC filters left after cleanup: $(tr '\n' ';' <<<"$LEFT_FILTERS")"
+	clsact=$(tc_clsact "$TOPO_PROXY")
+	[[ -z $clsact ]] || case_fail "clsact qdisc left after cleanup on: $clsact (no other tool uses it here)"
 	out2=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" cleanup --pin-dir "$PIN" 2>&1)
 	rc2=$?
 	case_note "after SIGKILL: $crashed (${filters_before% }); cleanup: $(tail -n 1 <<<"$out"); after: $after; a second cleanup exits $rc2 ($(tail -n 1 <<<"$out2"))"
@@ -212,6 +214,9 @@ else
 	case_note "A: ${line_a#* kind fin }; B: ${line_b#* kind fin }; our filters with both running: $(tc_our_filters "$TOPO_PROXY" | grep -o '^[^:]*: .*id [0-9]*' | sed 's/: .* id / prog /' | tr '\n' ',')"
 	MMP_PID=$PID_B MMP_PINDIR=$PIN_B MMP_LOG=$LOG_B
 	[[ -n ${PID_B:-} ]] && mmp_stop
+	# B's exit must leave the clsact qdisc that still carries A's filter.
+	tc -n "$TOPO_PROXY" filter show dev lo ingress 2>/dev/null | grep -q . ||
+		case_fail "after instance B's exit, lo ingress has no filter left: A's filter went with B's"
 	MMP_PID=$PID_A MMP_PINDIR=$PIN_A MMP_LOG=$LOG_A
 	mmp_stop
 fi

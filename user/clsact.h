@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The clsact qdisc our TC filters hang on. libbpf creates it on attach but
+ * only removes it whole (with every other tool's filters), so on detach we
+ * remove it ourselves, and only once no filter at all is left on it.
+ */
+#ifndef MMP_CLSACT_H
+#define MMP_CLSACT_H
+
+/* Filters on ifindex's clsact ingress and egress hooks together, or -errno. */
+int mmp_clsact_filter_count(int ifindex);
+
+/*
+ * After our filters were detached: remove ifindex's clsact qdisc if nothing
+ * else is attached to it. Returns 1 when removed, 0 when it stays (other
+ * filters, or no qdisc), or -errno.
+ */
+int mmp_clsact_remove_if_empty(int ifindex);
+
+#endif
