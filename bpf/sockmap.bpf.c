@@ -117,6 +117,28 @@ static __always_inline void wake_worker(struct mmp_sockdir *sd)
 }
 
 /*
+ * Remove n bytes from the front of skb. The kernel's sk_skb_adjust_room()
+ * refuses more than 0xfff bytes at a time (-EFAULT), so strip in steps: a
+ * retransmission can overlap what was seen by tens of KiB, and a v2 header
+ * with TLVs can be up to 64 KiB. Each step pulls into the linear part, so it
+ * can still fail under memory pressure. Returns 0 or -1.
+ */
+#define STRIP_STEP 0xfff
+#define STRIP_MAX_STEPS 160 /* 655 KB: beyond a BIG TCP skb on lo */
+
+static __always_inline int strip_front(struct __sk_buff *skb, __u32 n)
+{
+	for (int i = 0; i < STRIP_MAX_STEPS && n; i++) {
+		__u32 step = n < STRIP_STEP ? n : STRIP_STEP;
+
+		if (bpf_skb_adjust_room(skb, -(__s32)step, 0, 0))
+			return -1;
+		n -= step;
+	}
+	return n ? -1 : 0;
+}
+
+/*
  * Bytes the peer socket has taken into its send queue since the hand-off:
  * acked + still queued. Returns -1 when the peer is gone.
  */
@@ -177,7 +199,7 @@ int mmp_verdict(struct __sk_buff *skb)
 			d->duplicates += seen < (__s32)len ? seen : len;
 			if (seen >= (__s32)len)
 				return SK_DROP;
-			if (bpf_skb_adjust_room(skb, -seen, 0, 0)) {
+			if (strip_front(skb, seen)) {
 				count(MMP_CNT_REDIRECT_FAILED, 1);
 				return SK_DROP;
 			}
@@ -198,7 +220,7 @@ int mmp_verdict(struct __sk_buff *skb)
 			count(MMP_CNT_HEADER_BYTES, len);
 			return SK_DROP;
 		}
-		if (bpf_skb_adjust_room(skb, -(__s32)skip, 0, 0)) {
+		if (strip_front(skb, skip)) {
 			count(MMP_CNT_REDIRECT_FAILED, 1);
 			return SK_DROP;
 		}
