@@ -12,6 +12,11 @@
  *     Userspace forwards them and the redirect resumes once it has caught up,
  *     which keeps the byte order.
  *  3. Redirect to the peer: one lookup, own cookie -> peer in mmp_peers.
+ *
+ * Userspace does not watch the sockets for data: every redirect would wake it
+ * (the psock calls the socket's own data_ready after each verdict). When the
+ * verdict starts holding bytes back it writes the flow's key into the
+ * owning worker's ring in mmp_wake instead.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -54,6 +59,26 @@ struct {
 	__type(value, struct mmp_sockdir);
 } mmp_sockdir SEC(".maps");
 
+struct wake_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, MMP_WAKE_RING_BYTES);
+};
+
+/* Userspace puts one ring per worker at index = worker id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, MMP_MAX_WORKERS);
+	__type(key, __u32);
+	__array(values, struct wake_ring);
+} mmp_wake SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MMP_MAX_WORKERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} mmp_wake_lost SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MMP_CNT_MAX);
@@ -67,6 +92,50 @@ static __always_inline void count(__u32 idx, __u64 n)
 
 	if (v)
 		*v += n;
+}
+
+/*
+ * Tell the flow's worker that it holds bytes back. A full ring loses the
+ * notification: count it first, then try once more. Either that second record
+ * gets through, or the ring is still full and so holds records the worker has
+ * yet to read; after reading them it sees the count move and re-checks every
+ * flow it owns. (The atomic add orders the count before the second attempt.)
+ */
+static __always_inline void wake_worker(struct mmp_sockdir *sd)
+{
+	__u32 worker = sd->worker;
+	void *ring = bpf_map_lookup_elem(&mmp_wake, &worker);
+	__u64 *lost;
+
+	if (ring && !bpf_ringbuf_output(ring, &sd->flow, sizeof(sd->flow), 0))
+		return;
+	lost = bpf_map_lookup_elem(&mmp_wake_lost, &worker);
+	if (lost)
+		__sync_fetch_and_add(lost, 1);
+	if (ring)
+		bpf_ringbuf_output(ring, &sd->flow, sizeof(sd->flow), 0);
+}
+
+/*
+ * Remove n bytes from the front of skb. The kernel's sk_skb_adjust_room()
+ * refuses more than 0xfff bytes at a time (-EFAULT), so strip in steps: a
+ * retransmission can overlap what was seen by tens of KiB, and a v2 header
+ * with TLVs can be up to 64 KiB. Each step pulls into the linear part, so it
+ * can still fail under memory pressure. Returns 0 or -1.
+ */
+#define STRIP_STEP 0xfff
+#define STRIP_MAX_STEPS 160 /* 655 KB: beyond a BIG TCP skb on lo */
+
+static __always_inline int strip_front(struct __sk_buff *skb, __u32 n)
+{
+	for (int i = 0; i < STRIP_MAX_STEPS && n; i++) {
+		__u32 step = n < STRIP_STEP ? n : STRIP_STEP;
+
+		if (bpf_skb_adjust_room(skb, -(__s32)step, 0, 0))
+			return -1;
+		n -= step;
+	}
+	return n ? -1 : 0;
 }
 
 /*
@@ -97,6 +166,7 @@ int mmp_verdict(struct __sk_buff *skb)
 	struct mmp_flow *flow;
 	__u32 len = skb->len;
 	__s64 written;
+	bool started_holding = false;
 
 	sd = bpf_map_lookup_elem(&mmp_sockdir, &cookie);
 	if (!sd)
@@ -129,7 +199,7 @@ int mmp_verdict(struct __sk_buff *skb)
 			d->duplicates += seen < (__s32)len ? seen : len;
 			if (seen >= (__s32)len)
 				return SK_DROP;
-			if (bpf_skb_adjust_room(skb, -seen, 0, 0)) {
+			if (strip_front(skb, seen)) {
 				count(MMP_CNT_REDIRECT_FAILED, 1);
 				return SK_DROP;
 			}
@@ -150,7 +220,7 @@ int mmp_verdict(struct __sk_buff *skb)
 			count(MMP_CNT_HEADER_BYTES, len);
 			return SK_DROP;
 		}
-		if (bpf_skb_adjust_room(skb, -(__s32)skip, 0, 0)) {
+		if (strip_front(skb, skip)) {
 			count(MMP_CNT_REDIRECT_FAILED, 1);
 			return SK_DROP;
 		}
@@ -169,6 +239,7 @@ int mmp_verdict(struct __sk_buff *skb)
 	written = peer_written(&cookie, d);
 	if (written >= 0 && d->redirected + sd->forwarded - written > max_queued) {
 		d->paused = 1;
+		started_holding = true;
 		count(MMP_CNT_PAUSES, 1);
 		goto hold;
 	}
@@ -179,6 +250,13 @@ int mmp_verdict(struct __sk_buff *skb)
 hold:
 	d->passed += len;
 	count(MMP_CNT_PASSED_BYTES, len);
+	/*
+	 * Only the start of a pause notifies: the worker then watches the socket
+	 * for data until it sees paused == 0, and a pause ends only once it has
+	 * forwarded every held-back byte, so a later pause notifies again.
+	 */
+	if (started_holding)
+		wake_worker(sd);
 	return SK_PASS;
 no_flow:
 	/* Not ours (or being torn down): leave it to the socket's reader. */

@@ -43,13 +43,23 @@ struct mmp_allow_value {
  *   mmp_sockdir HASH: key = either socket's cookie -> its flow and direction,
  *               plus the userspace-owned "forwarded" counter.
  *   mmp_counters PERCPU_ARRAY of global counters.
+ *   mmp_wake    ARRAY_OF_MAPS, not pinned: one ring buffer per worker; the
+ *               verdict writes a flow's key into its worker's ring when it
+ *               starts holding bytes back, so userspace never has to watch
+ *               the sockets for data (every redirect would wake it).
+ *   mmp_wake_lost ARRAY, not pinned: per worker, notifications that found the
+ *               ring full; when it moves, the worker re-checks all its flows.
  */
 #define MMP_PEERS_MAP "mmp_peers"
 #define MMP_SOCKS_MAP "mmp_socks"
 #define MMP_FLOWS_MAP "mmp_flows"
 #define MMP_SOCKDIR_MAP "mmp_sockdir"
 #define MMP_COUNTERS_MAP "mmp_counters"
+#define MMP_WAKE_MAP "mmp_wake"
+#define MMP_WAKE_LOST_MAP "mmp_wake_lost"
 #define MMP_SOCKMAP_MAX_FLOWS 65536
+#define MMP_MAX_WORKERS 1024 /* --listeners is at most this */
+#define MMP_WAKE_RING_BYTES (64 * 1024) /* per worker: 4096 notifications of 16 bytes */
 
 enum mmp_dir {
 	MMP_DIR_UP = 0, /* client -> upstream */
@@ -90,7 +100,7 @@ struct mmp_flow {
 struct mmp_sockdir {
 	__u64 flow; /* key into mmp_flows */
 	__u32 dir; /* enum mmp_dir of bytes read from this socket */
-	__u32 pad;
+	__u32 worker; /* whose mmp_wake ring hears that this flow holds bytes back */
 	__u64 forwarded; /* written by userspace only: held-back bytes it forwarded */
 };
 

@@ -19,7 +19,11 @@
 #include "sockinfo.h"
 #include "sockmap.h"
 #include "sockmap.skel.h"
+#include "sockmap_wake.h"
 #include "worker.h"
+
+/* What a handed-off socket is watched for: FIN, errors (always), and EPOLLOUT/EPOLLIN when needed. */
+#define WATCH_IDLE (EPOLLRDHUP | EPOLLET)
 
 /* Largest chunk of held-back bytes forwarded per read. */
 #define HOLD_CHUNK (64 * 1024)
@@ -28,6 +32,7 @@ struct mmp_sockmap {
 	struct sockmap_bpf *skel;
 	char pin_dir[PATH_MAX - 64];
 	int peers_fd, socks_fd, flows_fd, sockdir_fd;
+	int wake_fd, wake_lost_fd;
 	int verdict_fd;
 	bool attached;
 };
@@ -63,6 +68,8 @@ int mmp_sockmap_open(const char *pin_dir, uint64_t max_queued, struct mmp_sockma
 	sm->socks_fd = bpf_map__fd(sm->skel->maps.mmp_socks);
 	sm->flows_fd = bpf_map__fd(sm->skel->maps.mmp_flows);
 	sm->sockdir_fd = bpf_map__fd(sm->skel->maps.mmp_sockdir);
+	sm->wake_fd = bpf_map__fd(sm->skel->maps.mmp_wake);
+	sm->wake_lost_fd = bpf_map__fd(sm->skel->maps.mmp_wake_lost);
 	sm->verdict_fd = bpf_program__fd(sm->skel->progs.mmp_verdict);
 	/* libbpf 1.1 has no bpf_program__attach_sockmap: attach by hand. */
 	if (bpf_prog_attach(sm->verdict_fd, sm->socks_fd, BPF_SK_SKB_STREAM_VERDICT, 0)) {
@@ -72,7 +79,8 @@ int mmp_sockmap_open(const char *pin_dir, uint64_t max_queued, struct mmp_sockma
 	}
 	sm->attached = true;
 	bpf_object__for_each_map(map, sm->skel->obj) {
-		if (bpf_map__type(map) == BPF_MAP_TYPE_ARRAY) /* .rodata */
+		/* .rodata and the per-worker notification maps are nobody else's business. */
+		if (bpf_map__type(map) == BPF_MAP_TYPE_ARRAY || bpf_map__type(map) == BPF_MAP_TYPE_ARRAY_OF_MAPS)
 			continue;
 		err = mmp_pin_map(sm->pin_dir, map);
 		if (err)
@@ -95,6 +103,16 @@ void mmp_sockmap_close(struct mmp_sockmap *sm)
 		bpf_prog_detach2(sm->verdict_fd, sm->socks_fd, BPF_SK_SKB_STREAM_VERDICT);
 	sockmap_bpf__destroy(sm->skel);
 	free(sm);
+}
+
+int mmp_sockmap_wake_map_fd(const struct mmp_sockmap *sm)
+{
+	return sm->wake_fd;
+}
+
+int mmp_sockmap_wake_lost_fd(const struct mmp_sockmap *sm)
+{
+	return sm->wake_lost_fd;
 }
 
 /*
@@ -150,7 +168,7 @@ static void delete_entries(struct mmp_sockmap *sm, const uint64_t cookie[2])
 }
 
 /* Write the flow and per-socket entries, and the peers map. Nothing is live yet. */
-static int prepare_entries(struct mmp_sockmap *sm, struct mmp_conn *c)
+static int prepare_entries(struct mmp_sockmap *sm, int worker, struct mmp_conn *c)
 {
 	struct mmp_sockmap_conn *s = &c->sm;
 	struct mmp_flow flow = { 0 };
@@ -173,7 +191,11 @@ static int prepare_entries(struct mmp_sockmap *sm, struct mmp_conn *c)
 	if (bpf_map_update_elem(sm->flows_fd, &s->cookie[0], &flow, BPF_NOEXIST))
 		return -errno;
 	for (int i = 0; i < 2; i++) {
-		struct mmp_sockdir sd = { .flow = s->cookie[0], .dir = i == 0 ? MMP_DIR_UP : MMP_DIR_DOWN };
+		struct mmp_sockdir sd = {
+			.flow = s->cookie[0],
+			.dir = i == 0 ? MMP_DIR_UP : MMP_DIR_DOWN,
+			.worker = (__u32)worker,
+		};
 		uint64_t peer_fd = fds[1 - i];
 
 		if (bpf_map_update_elem(sm->sockdir_fd, &s->cookie[i], &sd, BPF_NOEXIST))
@@ -209,7 +231,10 @@ int mmp_sockmap_start(struct mmp_worker *w, struct mmp_conn *c)
 	if (!err)
 		err = mmp_sock_cookie(c->upstream.fd, &s->cookie[1]);
 	if (!err)
-		err = prepare_entries(sm, c);
+		err = prepare_entries(sm, w->id, c);
+	/* Indexed before anything is live: a pause notification may follow the kick at once. */
+	if (!err)
+		err = mmp_sockmap_wake_add(w->sockmap_wake, c);
 	if (err)
 		goto fallback;
 
@@ -233,14 +258,15 @@ int mmp_sockmap_start(struct mmp_worker *w, struct mmp_conn *c)
 	}
 	kick(c->client.fd);
 	kick(c->upstream.fd);
-	if (mmp_worker_watch(w, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET) ||
-	    mmp_worker_watch(w, &c->upstream, EPOLLIN | EPOLLRDHUP | EPOLLET)) {
+	/* No EPOLLIN: data is the kernel's business until a pause notification. */
+	if (mmp_worker_watch(w, &c->client, WATCH_IDLE) || mmp_worker_watch(w, &c->upstream, WATCH_IDLE)) {
 		mmp_conn_close(w, c, true, true);
 		return 0;
 	}
 	atomic_fetch_add(&w->counters->sockmap_flows, 1);
 	return 0;
 fallback:
+	mmp_sockmap_wake_remove(w->sockmap_wake, c);
 	delete_entries(sm, s->cookie);
 	memset(s, 0, sizeof(*s));
 	return err;
@@ -271,15 +297,29 @@ enum step_result {
 	STEP_RESET_DST, /* the source failed: reset the destination side */
 };
 
-static int publish_forwarded(struct mmp_sockmap *sm, struct mmp_conn *c, int i)
+static int publish_forwarded(struct mmp_worker *w, struct mmp_conn *c, int i)
 {
 	struct mmp_sockdir sd = {
 		.flow = c->sm.cookie[0],
 		.dir = i == 0 ? MMP_DIR_UP : MMP_DIR_DOWN,
+		.worker = (__u32)w->id,
 		.forwarded = c->sm.forwarded[i],
 	};
 
-	return bpf_map_update_elem(sm->sockdir_fd, &c->sm.cookie[i], &sd, BPF_EXIST) ? -errno : 0;
+	return bpf_map_update_elem(w->sockmap->sockdir_fd, &c->sm.cookie[i], &sd, BPF_EXIST) ? -errno : 0;
+}
+
+/*
+ * Watch socket i for data only while its direction is paused or has held-back
+ * bytes. Seeing paused == 0 is enough to stop: a pause ends only once every
+ * held-back byte was forwarded, and the next one notifies through the ring.
+ * (The events include EPOLLOUT while the socket waits to be written to.)
+ */
+static int watch_held(struct mmp_worker *w, struct mmp_conn *c, int i, bool want)
+{
+	struct mmp_endpoint *ep = ep_of(c, i);
+
+	return mmp_worker_watch(w, ep, (ep->events & EPOLLOUT) | WATCH_IDLE | (want ? EPOLLIN : 0));
 }
 
 /*
@@ -308,13 +348,15 @@ static enum step_result forward_held(struct mmp_worker *w, struct mmp_conn *c, i
 			}
 			s->buf_off[i] += n;
 			s->forwarded[i] += n;
-			if (publish_forwarded(w->sockmap, c, i))
+			if (publish_forwarded(w, c, i))
 				return STEP_RESET_DST;
 			continue;
 		}
 		if (lookup_dir(w->sockmap, c, i, &d))
 			return STEP_RESET_DST;
 		s->holding[i] = d.passed > s->forwarded[i];
+		if (watch_held(w, c, i, d.paused || s->holding[i]))
+			return STEP_RESET_DST;
 		if (!s->holding[i])
 			return STEP_DONE;
 		if (!redirects_drained(c, i, &d))
@@ -428,6 +470,7 @@ void mmp_sockmap_poll(struct mmp_worker *w, struct mmp_conn *c)
 
 void mmp_sockmap_release(struct mmp_worker *w, struct mmp_conn *c)
 {
+	mmp_sockmap_wake_remove(w->sockmap_wake, c);
 	delete_entries(w->sockmap, c->sm.cookie);
 	free(c->sm.buf[0]);
 	free(c->sm.buf[1]);

@@ -22,6 +22,9 @@ struct mmp_sockmap;
  */
 int mmp_sockmap_open(const char *pin_dir, uint64_t max_queued, struct mmp_sockmap **out);
 void mmp_sockmap_close(struct mmp_sockmap *sm);
+/* mmp_wake and mmp_wake_lost, for the workers' notification rings (sockmap_wake.c). */
+int mmp_sockmap_wake_map_fd(const struct mmp_sockmap *sm);
+int mmp_sockmap_wake_lost_fd(const struct mmp_sockmap *sm);
 
 /*
  * Hand a connected pair to the engine. Returns 0, or a negative errno when

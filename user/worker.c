@@ -15,6 +15,7 @@
 #include "proxy_proto.h"
 #include "sockaddr.h"
 #include "sockmap.h"
+#include "sockmap_wake.h"
 #include "splice.h"
 #include "tc_engine.h"
 #include "worker.h"
@@ -253,6 +254,8 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg,
 	ev.data.ptr = &stop_tag;
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->stop_fd, &ev))
 		return -errno;
+	if (sockmap)
+		return mmp_sockmap_wake_open(sockmap, w, &w->sockmap_wake);
 	return 0;
 }
 
@@ -367,6 +370,8 @@ static void *worker_main(void *arg)
 				w->stopping = true;
 			else if (ptr == &listen_tag)
 				accept_batch(w);
+			else if (w->sockmap_wake && ptr == w->sockmap_wake)
+				mmp_sockmap_wake_run(w->sockmap_wake);
 			else
 				dispatch(w, ptr, evs[i].events);
 		}
@@ -406,6 +411,8 @@ void mmp_worker_stop(struct mmp_worker *w)
 	close_all(w, &w->connect_wait);
 	close_all(w, &w->active);
 	bury_dead(w);
+	mmp_sockmap_wake_close(w->sockmap_wake);
+	w->sockmap_wake = NULL;
 	mmp_listener_fds_close(&w->listen_fd, &w->stop_fd, &w->epfd);
 	free(w->peek_buf);
 	w->peek_buf = NULL;

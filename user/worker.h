@@ -14,6 +14,7 @@
 
 struct mmp_policy;
 struct mmp_sockmap;
+struct mmp_sockmap_wake;
 struct mmp_tc;
 
 struct mmp_counters {
@@ -51,6 +52,7 @@ struct mmp_worker {
 	 */
 	struct mmp_conn *graveyard;
 	struct mmp_sockmap *sockmap; /* NULL: engine not loaded */
+	struct mmp_sockmap_wake *sockmap_wake; /* this worker's pause notifications, with sockmap */
 	struct mmp_tc *tc; /* NULL: engine not loaded */
 	uint64_t next_gc_ms; /* worker 0 collects finished tc flows */
 	struct mmp_conn *poll_head; /* connections to re-check every POLL_MS */

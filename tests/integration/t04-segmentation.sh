@@ -49,6 +49,30 @@ seg_case "6b v2 IPv4 header+request in one write" 4 203.0.113.31 1000 5 --pp2 "$
 seg_case "6c v1 IPv6 header+request in one write" 6 2001:db8:2::30 1000 5 --pp1 "$V6DST" --coalesce
 seg_case "6d v2 IPv6 header+request in one write" 6 2001:db8:2::31 1000 5 --pp2 "$V6DST" --coalesce
 
+# Regression: the sockmap verdict strips the header from the first skb with
+# bpf_skb_adjust_room(), which the kernel refuses for more than 4095 bytes at
+# a time; the skb (header and request) was dropped and the echo never came.
+# A v2 header with a 5000-byte NOOP TLV, the request in the same write.
+big_v2_header() {
+	local port=$1 tlv
+	tlv=$(printf '\\x00%.0s' $(seq 5000))
+	# signature, v2 PROXY, TCP4, length 12 + 3 + 5000 = 0x1397, addresses, ports, NOOP TLV
+	printf '%s' '\x0d\x0a\x0d\x0a\x00\x0d\x0a\x51\x55\x49\x54\x0a\x21\x11\x13\x97'
+	printf '%s' '\xcb\x00\x71\x22\xcb\x00\x71\x01'
+	printf '\\x%02x\\x%02x\\x01\\xbb' $((port >> 8)) $((port & 255))
+	printf '%s' '\x04\x13\x88' "$tlv"
+}
+case_begin "6e v2 header with a 5000-byte TLV, request in the same write"
+next_port port
+up_marks
+if ! client "$TOPO_PROXY" -c "127.0.0.1:$PROXY_PORT" --raw "$(big_v2_header "$port")" \
+	--msg 'GET / HTTP/1.0\r\n\r\n' --coalesce --timeout 10; then
+	case_fail "request failed: $(client_result)"
+elif expect_peer "$UP4_LOG" "$UP4_MARK" 203.0.113.34 "$port"; then
+	case_note "echoed, upstream saw 203.0.113.34:$port, header of $((16 + 12 + 3 + 5000)) bytes"
+fi
+case_end
+
 # Case 7: a parser must keep what it has and wait for more, never take a
 # short read for the whole header (nor for garbage). 7c also puts the request
 # in the last piece, right behind the end of the header.
