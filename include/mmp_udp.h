@@ -23,23 +23,28 @@
 #define MMP_UDP_COUNTERS_MAP "mmp_udp_cnt"
 
 /*
- * The in-kernel fast path (IPv4), for flows userspace has opened:
+ * The in-kernel fast path, for flows userspace has opened whose load
+ * balancer, listen address, client and upstream are all IPv4 or all IPv6
+ * (a flow that mixes families stays in userspace, which translates it):
  *   mmp_udp_fwd  HASH: the LB's datagrams, by their 4-tuple at ingress (on lo
  *                or the LB's interface): strip the header, become client ->
  *                upstream, continue (LB on this host) or go into lo ingress.
  *   mmp_udp_rev  HASH: the upstream's replies, by their 4-tuple at lo ingress:
- *                become listen address -> LB, continue on lo or go out of the
- *                LB's interface (bpf_redirect_neigh). PROXY v2 flows only: an
- *                SPP reply needs 38 bytes inserted before the payload, which
- *                moves the UDP header away from where a CHECKSUM_PARTIAL skb
- *                has its checksum computed (csum_start), so SPP replies stay
- *                in userspace.
+ *                become listen address -> LB (SPP: with the client's 38-byte
+ *                header inserted before the payload), continue on lo or go
+ *                out of the LB's interface (bpf_redirect_neigh). SPP replies
+ *                move in the kernel only for a load balancer on this host:
+ *                reply() in bpf/udp.bpf.c says why a remote one's stay in
+ *                userspace.
  *   mmp_udp_kcnt PERCPU_ARRAY of __u64, enum mmp_udp_kcounter.
  *   mmp_udp_drain HASH: cookie -> how many DRAIN-marked datagrams userspace
  *                has sent, per direction (written by userspace only).
  * Anything the programs do not handle (no entry, another client in the
- * header, fragments, GSO, IP options, too big for the LB's MTU) goes on to
- * the flow's socket and userspace, unchanged.
+ * header, fragments, GSO, IP options or IPv6 extension headers, too big for
+ * the LB's MTU) goes on to the flow's socket and userspace, unchanged.
+ *
+ * Addresses in keys and values are 16 bytes: IPv6, or IPv4-mapped
+ * (::ffff:a.b.c.d) for IPv4, the form an SPP header carries them in.
  *
  * Hand-over without reordering: an entry starts in DRAIN mode. The program
  * passes the flow's datagrams on to userspace, counting them (passed) and
@@ -59,6 +64,11 @@
 #define MMP_UDP_MARK_DRAIN 0x4d55d0a1 /* counted: the entry is draining */
 #define MMP_UDP_MARK_STALE 0x4d55d0a2 /* the entry went stale: userspace re-arms it */
 
+#define MMP_UDP_SPP_LEN 38
+/* The part of an SPP header after the client address: proxy address, client port, proxy port. */
+#define MMP_UDP_SPP_TAIL_OFF 18
+#define MMP_UDP_SPP_TAIL_LEN 20
+
 enum mmp_udp_mode {
 	MMP_UDP_MODE_DRAIN = 0,
 	MMP_UDP_MODE_ACTIVE = 1,
@@ -76,31 +86,35 @@ struct mmp_udp_drain {
  * and a datagram after the first may carry no header to name it).
  */
 struct mmp_udp_fkey {
-	__be32 lb_addr;
-	__be32 local_addr;
+	__be32 lb_addr[4];
+	__be32 local_addr[4];
+	__be32 client_addr[4];
 	__be16 lb_port;
 	__be16 local_port;
-	__be32 client_addr;
 	__be16 client_port;
 	__u16 pad;
 };
 
 struct mmp_udp_fval {
 	__u64 cookie; /* the flow's key in mmp_udp_flows */
-	__be32 client_addr;
-	__be32 up_addr;
+	__be32 client_addr[4];
+	__be32 up_addr[4];
 	__be16 client_port;
 	__be16 up_port;
 	__u32 redirect_ifindex; /* lo when the LB is remote (into lo ingress); 0: continue */
 	__u8 format; /* MMP_UDP_FMT_V2 or MMP_UDP_FMT_SPP */
 	__u8 header_required; /* --udp-header every/spp: a datagram without one goes to userspace */
 	/*
-	 * Set by the program when a PROXY v2 header other than the flow's own
-	 * comes in (the LB reused the ip:port, or changed the header's form):
+	 * Set by the program when a header other than the flow's own comes in
+	 * (PROXY v2: the LB reused the ip:port, or changed the header's form;
+	 * SPP: the proxy address or port changed, which the replies must echo):
 	 * everything goes to userspace until it has looked and re-armed the entry.
 	 */
 	__u8 stale;
 	__u8 mode; /* enum mmp_udp_mode: set to ACTIVE by the program */
+	/* SPP: the header's bytes from MMP_UDP_SPP_TAIL_OFF on, as userspace last saw them. */
+	__u8 spp_tail[MMP_UDP_SPP_TAIL_LEN];
+	__u32 pad;
 	__u64 passed; /* DRAIN: datagrams passed on (marked) so far */
 	__u64 pkts; /* forwarded in the kernel */
 	__u64 bytes; /* their payload bytes */
@@ -108,22 +122,25 @@ struct mmp_udp_fval {
 };
 
 struct mmp_udp_rkey {
-	__be32 up_addr;
-	__be32 client_addr;
+	__be32 up_addr[4];
+	__be32 client_addr[4];
 	__be16 up_port;
 	__be16 client_port;
 };
 
 struct mmp_udp_rval {
 	__u64 cookie;
-	__be32 lb_addr;
-	__be32 local_addr;
+	__be32 lb_addr[4];
+	__be32 local_addr[4];
 	__be16 lb_port;
 	__be16 local_port;
 	__u32 redirect_ifindex; /* the LB's interface (bpf_redirect_neigh); 0: the LB is on this host */
 	__u32 max_len; /* IP packets longer than the LB's path MTU go to userspace (it fragments) */
 	__u8 mode; /* enum mmp_udp_mode: set to ACTIVE by the program */
-	__u8 pad[3];
+	__u8 format; /* MMP_UDP_FMT_V2: as is; MMP_UDP_FMT_SPP: spp_hdr goes in front of the payload */
+	__u8 pad[2];
+	__u8 spp_hdr[MMP_UDP_SPP_LEN]; /* exactly what userspace would send: the client's latest header */
+	__u8 pad2[2];
 	__u64 passed; /* DRAIN: replies passed on (marked) so far */
 	__u64 pkts;
 	__u64 bytes;
