@@ -359,28 +359,40 @@ static __always_inline struct mmp_udp_fval *find_flow(struct __sk_buff *skb, str
 	return v;
 }
 
+enum drain { DRAIN_DONE, DRAIN_PASS, DRAIN_HOLD };
+
 /*
- * An entry still draining (see mmp_udp.h): true when this datagram must go
- * on to userspace, marked and counted; false once userspace has sent every
- * marked one before it, which switches the entry to ACTIVE.
+ * An entry still draining (see mmp_udp.h): DRAIN_PASS when this datagram
+ * must go on to userspace, numbered in its mark; DRAIN_HOLD when it must be
+ * dropped because userspace is too far behind; DRAIN_DONE once userspace
+ * has sent the last one passed, which switches the entry to ACTIVE.
+ * (Two CPUs may number one datagram alike: userspace then publishes that
+ * number early, and the switch waits for the next one.)
  */
-static __always_inline bool draining(struct __sk_buff *skb, __u8 *mode, __u64 *passed, __u64 cookie, bool rev)
+static __always_inline enum drain draining(struct __sk_buff *skb, __u8 *mode, __u64 *passed, __u64 *held,
+					   __u64 cookie, bool rev)
 {
 	struct mmp_udp_drain *d;
-	__u64 consumed, n = *passed;
+	__u64 sent, n = *passed;
+	__u32 behind;
 
 	if (*mode == MMP_UDP_MODE_ACTIVE)
-		return false;
+		return DRAIN_DONE;
 	d = bpf_map_lookup_elem(&mmp_udp_drain, &cookie);
-	consumed = d ? (rev ? d->rev : d->fwd) : 0;
-	if (n && consumed == n) {
+	sent = d ? (rev ? d->rev : d->fwd) : 0;
+	behind = (__u32)(n - sent) & 0xFFFF;
+	if (n && !behind) {
 		*mode = MMP_UDP_MODE_ACTIVE;
-		return false;
+		return DRAIN_DONE;
 	}
-	__sync_fetch_and_add(passed, 1);
-	skb->mark = MMP_UDP_MARK_DRAIN;
+	if (behind >= MMP_UDP_DRAIN_BEHIND && __sync_fetch_and_add(held, 1) % MMP_UDP_DRAIN_PROBE) {
+		count(MMP_UDP_KCNT_HELD);
+		return DRAIN_HOLD;
+	}
+	n = __sync_fetch_and_add(passed, 1) + 1;
+	skb->mark = MMP_UDP_MARK_DRAIN | (__u32)(n & 0xFFFF);
 	count(MMP_UDP_KCNT_DRAINED);
-	return true;
+	return DRAIN_PASS;
 }
 
 /* CHECKSUM_PARTIAL: sent on this host (lo, veth), the field holds only the pseudo header's sum. */
@@ -524,8 +536,14 @@ static __always_inline int forward(struct __sk_buff *skb, struct pkt *p, struct 
 		count(MMP_UDP_KCNT_PASS_BIG);
 		return TC_ACT_UNSPEC;
 	}
-	if (draining(skb, &v->mode, &v->passed, v->cookie, false))
+	switch (draining(skb, &v->mode, &v->passed, &v->held, v->cookie, false)) {
+	case DRAIN_PASS:
 		return TC_ACT_UNSPEC;
+	case DRAIN_HOLD:
+		return TC_ACT_SHOT;
+	case DRAIN_DONE:
+		break;
+	}
 	nu.source = v->client_port;
 	nu.dest = v->up_port;
 	nu.len = bpf_htons(ulen);
@@ -585,8 +603,14 @@ static __always_inline int reply(struct __sk_buff *skb, struct pkt *p, struct mm
 		count(MMP_UDP_KCNT_PASS_BIG);
 		return TC_ACT_UNSPEC;
 	}
-	if (draining(skb, &v->mode, &v->passed, v->cookie, true))
+	switch (draining(skb, &v->mode, &v->passed, &v->held, v->cookie, true)) {
+	case DRAIN_PASS:
 		return TC_ACT_UNSPEC;
+	case DRAIN_HOLD:
+		return TC_ACT_SHOT;
+	case DRAIN_DONE:
+		break;
+	}
 	if (grow && bpf_skb_adjust_room(skb, SPP_HLEN, BPF_ADJ_ROOM_NET, 0))
 		goto fail;
 	nu.source = v->local_port;

@@ -47,13 +47,23 @@
  * (::ffff:a.b.c.d) for IPv4, the form an SPP header carries them in.
  *
  * Hand-over without reordering: an entry starts in DRAIN mode. The program
- * passes the flow's datagrams on to userspace, counting them (passed) and
- * marking them MMP_UDP_MARK_DRAIN; userspace sends them, counts the marked
- * ones it has sent and publishes that in mmp_udp_drain. The first datagram
- * that finds consumed == passed (>= 1) switches the entry to ACTIVE and is
- * the kernel's: every earlier one has left through userspace by then, even
- * one that was between the hook and the socket (on another CPU) when the
- * entry was written, since it was ahead of the first marked one.
+ * passes the flow's datagrams on to userspace, numbering them (passed) and
+ * marking each with its number (MMP_UDP_MARK_DRAIN_SEQ); userspace sends
+ * them and publishes the number of the last one it has sent in
+ * mmp_udp_drain. The first datagram that finds that number equal to passed
+ * (>= 1) switches the entry to ACTIVE and is the kernel's: every earlier one
+ * has left through userspace by then, even one that was between the hook
+ * and the socket (on another CPU) when the entry was written, since it was
+ * ahead of the first marked one. A number, not a count: a marked datagram
+ * the socket dropped (its buffer full) does not hold the switch back.
+ *
+ * Under a sustained load userspace may never catch up (each datagram is
+ * passed before the last one is sent), so the switch would never come:
+ * once MMP_UDP_DRAIN_BEHIND passed datagrams are not yet sent, the program
+ * drops the flow's datagrams instead (counted, MMP_UDP_KCNT_HELD), all but
+ * one in MMP_UDP_DRAIN_PROBE, until userspace has caught up. That is loss
+ * where the socket's queue was already full of the flow's datagrams, never
+ * reordering, and never at a rate userspace keeps up with.
  */
 #define MMP_UDP_FWD_MAP "mmp_udp_fwd"
 #define MMP_UDP_REV_MAP "mmp_udp_rev"
@@ -61,8 +71,13 @@
 #define MMP_UDP_DRAIN_MAP "mmp_udp_drain"
 
 /* skb->mark of datagrams the program passes to userspace (seen with SO_RCVMARK). */
-#define MMP_UDP_MARK_DRAIN 0x4d55d0a1 /* counted: the entry is draining */
+#define MMP_UDP_MARK_DRAIN 0x4d560000 /* the entry is draining; the low 16 bits: the datagram's number */
+#define MMP_UDP_MARK_DRAIN_MASK 0xFFFF0000
+#define MMP_UDP_MARK_DRAIN_SEQ(mark) ((mark) & 0xFFFF)
 #define MMP_UDP_MARK_STALE 0x4d55d0a2 /* the entry went stale: userspace re-arms it */
+
+#define MMP_UDP_DRAIN_BEHIND 1024 /* passed datagrams not yet sent, at most */
+#define MMP_UDP_DRAIN_PROBE 64 /* while held back, one datagram in this many is still passed */
 
 #define MMP_UDP_SPP_LEN 38
 /* The part of an SPP header after the client address: proxy address, client port, proxy port. */
@@ -75,8 +90,8 @@ enum mmp_udp_mode {
 };
 
 struct mmp_udp_drain {
-	__u64 fwd; /* DRAIN-marked datagrams from the LB that userspace has sent on */
-	__u64 rev; /* DRAIN-marked replies that userspace has sent on */
+	__u64 fwd; /* the number (16 bits) of the last DRAIN-marked datagram from the LB userspace has sent on */
+	__u64 rev; /* the same for replies */
 };
 
 /*
@@ -115,6 +130,7 @@ struct mmp_udp_fval {
 	/* SPP: the header's bytes from MMP_UDP_SPP_TAIL_OFF on, as userspace last saw them. */
 	__u8 spp_tail[MMP_UDP_SPP_TAIL_LEN];
 	__u32 pad;
+	__u64 held; /* DRAIN: dropped while userspace caught up */
 	__u64 passed; /* DRAIN: datagrams passed on (marked) so far */
 	__u64 pkts; /* forwarded in the kernel */
 	__u64 bytes; /* their payload bytes */
@@ -141,6 +157,7 @@ struct mmp_udp_rval {
 	__u8 pad[2];
 	__u8 spp_hdr[MMP_UDP_SPP_LEN]; /* exactly what userspace would send: the client's latest header */
 	__u8 pad2[2];
+	__u64 held; /* DRAIN: dropped while userspace caught up */
 	__u64 passed; /* DRAIN: replies passed on (marked) so far */
 	__u64 pkts;
 	__u64 bytes;
@@ -154,6 +171,7 @@ enum mmp_udp_kcounter {
 	MMP_UDP_KCNT_PASS_BIG, /* reply over the LB's MTU */
 	MMP_UDP_KCNT_DRAINED, /* passed on to userspace while an entry drained */
 	MMP_UDP_KCNT_ERRORS, /* a helper failed: packet dropped */
+	MMP_UDP_KCNT_HELD, /* dropped while userspace caught up with a hand-over (MMP_UDP_DRAIN_BEHIND) */
 	MMP_UDP_KCNT_MAX,
 };
 
@@ -207,6 +225,7 @@ struct mmp_udp_flow {
 	X(fast_reply_dgrams, "replies sent to load balancers in the kernel (not in sent_dgrams)")   \
 	X(fast_passed, "datagrams the fast path left to userspace (header for another client...)")  \
 	X(fast_errors, "datagrams the fast path dropped: a helper failed")                          \
+	X(fast_held, "datagrams dropped in a hand-over to the kernel that userspace could not keep up with") \
 	X(drop_not_allowed, "dropped: load balancer not in the allowed subnets")                    \
 	X(drop_truncated, "dropped: header cut short")                                             \
 	X(drop_bad_header, "dropped: invalid header (signature, version, command, TLVs, CRC32C)")   \

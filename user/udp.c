@@ -82,6 +82,7 @@ static void sum_counters(struct udp_shared *sh, const struct udp_worker *w, int 
 	out->fast_reply_dgrams = k[MMP_UDP_KCNT_REV];
 	out->fast_passed = k[MMP_UDP_KCNT_PASS_HEADER] + k[MMP_UDP_KCNT_PASS_BIG];
 	out->fast_errors = k[MMP_UDP_KCNT_ERRORS];
+	out->fast_held = k[MMP_UDP_KCNT_HELD];
 }
 
 /* Two lines at -v 1: the traffic and flows, then the drops (1 KiB per log line). */

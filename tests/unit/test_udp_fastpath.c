@@ -36,6 +36,7 @@
 
 #define TC_ACT_UNSPEC (-1)
 #define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
 
 #define PKT_MAX 4096
 #define SPP_LEN 38
@@ -72,6 +73,8 @@ struct udp_case {
 	struct pkt_spec out; /* otherwise the packet expected */
 	uint32_t mark; /* expected skb->mark */
 	bool stale; /* FWD: the entry is stale afterwards */
+	/* A draining entry: passed and held so far, and the last number userspace published (mmp_udp_drain). */
+	uint64_t passed, held, sent;
 };
 
 static void addr16(const char *text, uint8_t out[16])
@@ -240,6 +243,16 @@ static void fill_entry(const struct udp_case *c)
 		put_end(&c->up, v.up_addr, &v.up_port);
 		v.format = c->format;
 		v.mode = c->mode;
+		v.passed = c->passed;
+		v.held = c->held;
+		if (c->sent) {
+			struct mmp_udp_drain d = { .fwd = c->sent };
+			__u64 cookie = 42;
+
+			assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_drain, &cookie, sizeof(cookie), &d,
+							      sizeof(d), BPF_NOEXIST),
+					 0);
+		}
 		assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_fwd, &k, sizeof(k), &v, sizeof(v), BPF_NOEXIST), 0);
 	} else {
 		struct mmp_udp_rkey k = { 0 };
@@ -371,7 +384,21 @@ static const struct udp_case cases[] = {
 	  C6, U6, X6, { 6, L6, P6, V2, { "2001:db8:77::8", 5555 }, X6, 20 }, TC_ACT_UNSPEC, true, { 0 },
 	  MMP_UDP_MARK_STALE, true },
 	{ "IPv6 v2 forward, draining: marked, to userspace", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6, P6, C6,
-	  U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN, false },
+	  U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN | 1, false },
+	{ "draining, userspace sent the last one passed: the kernel's from this one on", FWD, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_OK, false,
+	  { 6, C6, U6, NONE, C6, X6, 50 }, 0, false, 5, 0, 5 },
+	{ "draining, userspace one behind: passed, numbered 6", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6,
+	  P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN | 6, false, 5,
+	  0, 4 },
+	{ "draining, numbers wrap at 16 bits", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6,
+	  { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 50 }, 0, false, 65536 + 7, 0, 7 },
+	{ "draining, userspace MMP_UDP_DRAIN_BEHIND behind: dropped (held)", FWD, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_SHOT, true, { 0 }, 0, false,
+	  MMP_UDP_DRAIN_BEHIND + 3, 1, 3 },
+	{ "draining and held: one in MMP_UDP_DRAIN_PROBE is still passed", FWD, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 },
+	  MMP_UDP_MARK_DRAIN | (MMP_UDP_DRAIN_BEHIND + 4), false, MMP_UDP_DRAIN_BEHIND + 3, MMP_UDP_DRAIN_PROBE, 3 },
 	{ "IPv4 v2 forward: 28-byte header stripped, no checksum", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L4_,
 	  P4, C4, U4, X4, { 4, L4_, P4, V2, C4, X4, 101 }, TC_ACT_OK, false, { 4, C4, U4, NONE, C4, X4, 101 } },
 	{ "IPv4 SPP forward", FWD, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0, L4_, P4, C4, U4, X4,
