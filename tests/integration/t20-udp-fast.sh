@@ -10,6 +10,7 @@
 #     or reordered across the hand-over, the upstream sees the client's
 #     ip:port; after a pause that ends the hand-over, every datagram and
 #     reply is counted exactly once, by the kernel or by userspace as expected;
+#   - 4 flows sent flat out (never quiet) are taken over by the kernel anyway;
 #   - an LB ip:port reused by another client (first): the new client's
 #     header-less datagrams never reach the upstream as the old client;
 #   - a flow the kernel alone keeps busy stays open; once quiet it closes
@@ -116,6 +117,20 @@ fast_case v2 6 local 2001:db8:77::90 35007 kernel kernel
 fast_case spp 6 local 2001:db8:77::90 35008 kernel kernel
 # An IPv4 client through an IPv6 load balancer: userspace translates.
 fast_case v2 6 remote 203.0.113.90 35009 user user
+
+# Regression: hand-overs used to wait for userspace to have sent as many
+# marked datagrams as the kernel passed, which a flow sent flat out (or one
+# marked datagram dropped by a full socket) never allowed: no flow of the
+# UDP stream benchmark ever reached the kernel.
+case_begin "4 flows sent flat out, never quiet: the kernel takes them over anyway"
+counters_mark
+udp_send "$TOPO_PROXY" -c "127.0.0.1:$PROXY_PORT" --format v2 --client 203.0.113.95:38000 --clients 4 -n 50000 \
+	--size 1200 --timeout 5 >/dev/null
+udp_counters_fresh
+kf=$(counter_delta fast_fwd_dgrams) uf=$(counter_delta fwd_dgrams) held=$(counter_delta fast_held)
+((kf > 0 && kf * 2 > kf + uf)) || case_fail "the kernel forwarded $kf and userspace $uf: the hand-over did not complete"
+case_note "kernel $kf, userspace $uf, dropped in hand-overs $held ($(udp_result))"
+case_end
 
 case_begin "first: an LB ip:port reused by another client; none of its datagrams reach the upstream as the old one"
 seq0=$(udp_seqerrs "$UP4_LOG")
