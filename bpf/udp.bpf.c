@@ -11,15 +11,17 @@
  * The fast path (include/mmp_udp.h): once userspace has opened a flow it
  * writes mmp_udp_fwd/mmp_udp_rev, and this TC program (ingress of lo and of
  * the remote LBs' interfaces) moves the flow's later datagrams without a
- * socket, as DESIGN §4 measured:
+ * socket, IPv4 and IPv6 alike (addresses are 16 bytes in the maps):
  *   forward: strip the header by writing the new UDP header over its last
  *       8 bytes and removing the rest with bpf_skb_adjust_room
- *       (BPF_ADJ_ROOM_NET); UDP checksum 0 (IPv4 allows it: the checksum of
- *       a partial skb cannot follow the strip); continue on lo, or zero the
- *       MACs and redirect into lo.
+ *       (BPF_ADJ_ROOM_NET); IPv4: UDP checksum 0; IPv6: the checksum
+ *       follows (forward()); continue on lo, or zero the MACs and redirect
+ *       into lo.
  *   reply: rewrite the upstream's reply to come from the listen address and
- *       go to the LB; continue on lo, or bpf_redirect_neigh out of the LB's
+ *       go to the LB, inserting the client's SPP header for SPP flows
+ *       (reply()); continue on lo, or bpf_redirect_neigh out of the LB's
  *       interface.
+ * The hand-over from userspace (draining()) never reorders a flow.
  * Packets that are not ours return TC_ACT_UNSPEC, so other classifiers on
  * the hook (the tc engine's) still see them.
  */
