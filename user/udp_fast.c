@@ -280,17 +280,13 @@ int udp_fast_publish(struct udp_fast *fp, const struct udp_flow *f)
 	return bpf_map_update_elem(fp->drain_fd, &f->cookie, &d, BPF_ANY) ? -errno : 0;
 }
 
-/*
- * The kernel stopped on an SPP header with another proxy address or port
- * (the entry went stale) and userspace now holds it in f->spp_hdr: the
- * kernel's replies carry it from now on, as userspace's would. The entry's
- * mode and counts are kept: only the header changes.
- */
-static int refresh_spp_reply(struct udp_fast *fp, const struct udp_flow *f)
+int udp_fast_spp_header(struct udp_fast *fp, const struct udp_flow *f)
 {
 	struct mmp_udp_rkey rk;
 	struct mmp_udp_rval rv;
 
+	if (!f->fast_rev)
+		return 0;
 	rev_key(f, &rk);
 	if (bpf_map_lookup_elem(fp->rev_fd, &rk, &rv) || rv.cookie != f->cookie)
 		return -ENOENT;
@@ -366,12 +362,6 @@ int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool h
 	fwd = !f->fast_fwd && (!remote || fp->into_lo);
 	/* A remote LB's SPP replies would leave with a wrong checksum offset (reply() in udp.bpf.c). */
 	rev = !f->fast_rev && (f->format == MMP_UDP_FMT_V2 || !remote);
-	if (fwd && f->fast_rev && f->format == MMP_UDP_FMT_SPP) {
-		/* A re-arm after a new SPP header: the replies take it first. */
-		err = refresh_spp_reply(fp, f);
-		if (err)
-			return err;
-	}
 	if (!fwd && !rev)
 		return f->fast ? 0 : 1;
 	/* Each entry starts draining from zero: the counts first, then the entry. */

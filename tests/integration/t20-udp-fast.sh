@@ -10,6 +10,7 @@
 #     or reordered across the hand-over, the upstream sees the client's
 #     ip:port; after a pause that ends the hand-over, every datagram and
 #     reply is counted exactly once, by the kernel or by userspace as expected;
+#   - SPP: a new proxy address for a client reaches the kernel's replies;
 #   - 4 flows sent flat out (never quiet) are taken over by the kernel anyway;
 #   - an LB ip:port reused by another client (first): the new client's
 #     header-less datagrams never reach the upstream as the old client;
@@ -54,10 +55,10 @@ settled_mark() {
 	case_fail "the counters kept moving during the sender's pause"
 }
 
-# by_check WHAT BY KERNEL USER: after the pause, the N - W datagrams of one
-# direction were moved by BY (kernel or user) alone.
+# by_check WHAT BY KERNEL USER [TOTAL]: after the pause, the TOTAL (default N)
+# - W datagrams of one direction were moved by BY (kernel or user) alone.
 by_check() {
-	local what=$1 by=$2 k=$3 u=$4 rest=$((N - W))
+	local what=$1 by=$2 k=$3 u=$4 rest=$((${5:-$N} - W))
 	if [[ $by == kernel ]]; then
 		((k == rest && u == 0)) || case_fail "$what: the kernel moved $k and userspace $u of the last $rest (want all in the kernel)"
 	else
@@ -117,6 +118,26 @@ fast_case v2 6 local 2001:db8:77::90 35007 kernel kernel
 fast_case spp 6 local 2001:db8:77::90 35008 kernel kernel
 # An IPv4 client through an IPv6 load balancer: userspace translates.
 fast_case v2 6 remote 203.0.113.90 35009 user user
+
+# The load balancer names another proxy address for the same client: the
+# kernel stops on it (stale), userspace takes the new header and re-arms,
+# and from then on the kernel's replies carry the new header.
+case_begin "spp, local load balancer: a new proxy address in the header; the kernel's replies carry it"
+spp_args=(-c "127.0.0.1:$PROXY_PORT" --format spp --client 203.0.113.96:39000 --bind 127.0.0.1:46000 --echo --timeout 20)
+udp_send "$TOPO_PROXY" "${spp_args[@]}" --dst 192.0.2.1:443 -n 300 --rate 20000 || case_fail "first header: $(udp_result)"
+seq0=$(udp_seqerrs "$UP4_LOG")
+udp_send_bg "$TOPO_PROXY" "${spp_args[@]}" --dst 192.0.2.2:443 -n 1000 --rate 20000 --pause-after "$W" \
+	--pause-ms "$PAUSE_MS"
+settled_mark
+# The sender checks that every reply starts with the header it sent (192.0.2.2).
+udp_send_wait || case_fail "second header: $(udp_result)"
+# The second run starts its sequence again: one sequence error, no more.
+(($(udp_seqerrs "$UP4_LOG") == seq0 + 1)) || case_fail "the upstream saw $(($(udp_seqerrs "$UP4_LOG") - seq0)) sequence errors, want 1"
+udp_counters_fresh
+by_check "datagrams" kernel "$(counter_delta fast_fwd_dgrams)" "$(counter_delta fwd_dgrams)" 1000
+by_check "replies" kernel "$(counter_delta fast_reply_dgrams)" "$(counter_delta sent_dgrams)" 1000
+case_note "$(udp_result)"
+case_end
 
 # Regression: hand-overs used to wait for userspace to have sent as many
 # marked datagrams as the kernel passed, which a flow sent flat out (or one
