@@ -486,7 +486,7 @@ static __always_inline int fwd_csum6_full(struct __sk_buff *skb, const struct mm
 /*
  * IPv6 forward, after the strip: the checksum follows the new addresses and
  * length (pseudo header), ports and length (UDP header), and the header
- * bytes that left (hl: V2_HLEN6 or SPP_HLEN, from p->h).
+ * bytes that left (hl: V2_HLEN6, SPP_HLEN or 0, from p->h).
  */
 static __always_inline int fwd_csum6(struct __sk_buff *skb, const struct pkt *p, const struct mmp_udp_fval *v,
 				     const struct udphdr *nu, int hl)
@@ -506,9 +506,12 @@ static __always_inline int fwd_csum6(struct __sk_buff *skb, const struct pkt *p,
 	if (hl == V2_HLEN6) {
 		__builtin_memcpy(gone + 8, p->h, V2_HLEN6);
 		dd = bpf_csum_diff((__be32 *)gone, 8 + V2_HLEN6, (__be32 *)&now, 8, 0);
-	} else {
+	} else if (hl == SPP_HLEN) {
 		__builtin_memcpy(gone + 8, p->h, SPP_HLEN);
 		dd = bpf_csum_diff((__be32 *)gone, 8 + SPP_HLEN + 2, (__be32 *)&now, 8, 0);
+	} else {
+		/* No header (a "first" flow's later datagrams): only ports and length change. */
+		dd = bpf_csum_diff((__be32 *)gone, 8, (__be32 *)&now, 8, 0);
 	}
 	return udp_csum_update(skb, p->l4 + 6, nu->check,
 			       bpf_csum_diff((__be32 *)&ph_old, sizeof(ph_old), (__be32 *)&ph_new, sizeof(ph_new), 0), dd);
@@ -528,9 +531,8 @@ static __always_inline int fwd_csum6(struct __sk_buff *skb, const struct pkt *p,
  */
 static __always_inline int forward(struct __sk_buff *skb, struct pkt *p, struct mmp_udp_fval *v, int hl)
 {
-	struct udphdr nu;
-
 	__u32 ulen = 8 + p->plen - hl;
+	struct udphdr nu;
 	bool full = p->v6 && hl && (sum_in_full || csum_partial(skb));
 
 	/* Too long to sum here: userspace sends it (before the hand-over counts it). */
