@@ -23,32 +23,47 @@
 #define MMP_UDP_COUNTERS_MAP "mmp_udp_cnt"
 
 /*
- * The in-kernel fast path (IPv4), for flows userspace has opened:
+ * The in-kernel fast path, for flows userspace has opened whose load
+ * balancer, listen address, client and upstream are all IPv4 or all IPv6
+ * (a flow that mixes families stays in userspace, which translates it):
  *   mmp_udp_fwd  HASH: the LB's datagrams, by their 4-tuple at ingress (on lo
  *                or the LB's interface): strip the header, become client ->
  *                upstream, continue (LB on this host) or go into lo ingress.
  *   mmp_udp_rev  HASH: the upstream's replies, by their 4-tuple at lo ingress:
- *                become listen address -> LB, continue on lo or go out of the
- *                LB's interface (bpf_redirect_neigh). PROXY v2 flows only: an
- *                SPP reply needs 38 bytes inserted before the payload, which
- *                moves the UDP header away from where a CHECKSUM_PARTIAL skb
- *                has its checksum computed (csum_start), so SPP replies stay
- *                in userspace.
+ *                become listen address -> LB (SPP: with the client's 38-byte
+ *                header inserted before the payload), continue on lo or go
+ *                out of the LB's interface (bpf_redirect_neigh). SPP replies
+ *                move in the kernel only for a load balancer on this host:
+ *                reply() in bpf/udp.bpf.c says why a remote one's stay in
+ *                userspace.
  *   mmp_udp_kcnt PERCPU_ARRAY of __u64, enum mmp_udp_kcounter.
  *   mmp_udp_drain HASH: cookie -> how many DRAIN-marked datagrams userspace
  *                has sent, per direction (written by userspace only).
  * Anything the programs do not handle (no entry, another client in the
- * header, fragments, GSO, IP options, too big for the LB's MTU) goes on to
- * the flow's socket and userspace, unchanged.
+ * header, fragments, GSO, IP options or IPv6 extension headers, too big for
+ * the LB's MTU) goes on to the flow's socket and userspace, unchanged.
+ *
+ * Addresses in keys and values are 16 bytes: IPv6, or IPv4-mapped
+ * (::ffff:a.b.c.d) for IPv4, the form an SPP header carries them in.
  *
  * Hand-over without reordering: an entry starts in DRAIN mode. The program
- * passes the flow's datagrams on to userspace, counting them (passed) and
- * marking them MMP_UDP_MARK_DRAIN; userspace sends them, counts the marked
- * ones it has sent and publishes that in mmp_udp_drain. The first datagram
- * that finds consumed == passed (>= 1) switches the entry to ACTIVE and is
- * the kernel's: every earlier one has left through userspace by then, even
- * one that was between the hook and the socket (on another CPU) when the
- * entry was written, since it was ahead of the first marked one.
+ * passes the flow's datagrams on to userspace, numbering them (passed) and
+ * marking each with its number (MMP_UDP_MARK_DRAIN_SEQ); userspace sends
+ * them and publishes the number of the last one it has sent in
+ * mmp_udp_drain. The first datagram that finds that number equal to passed
+ * (>= 1) switches the entry to ACTIVE and is the kernel's: every earlier one
+ * has left through userspace by then, even one that was between the hook
+ * and the socket (on another CPU) when the entry was written, since it was
+ * ahead of the first marked one. A number, not a count: a marked datagram
+ * the socket dropped (its buffer full) does not hold the switch back.
+ *
+ * Under a sustained load userspace may never catch up (each datagram is
+ * passed before the last one is sent), so the switch would never come:
+ * once MMP_UDP_DRAIN_BEHIND passed datagrams are not yet sent, the program
+ * drops the flow's datagrams instead (counted, MMP_UDP_KCNT_HELD), all but
+ * one in MMP_UDP_DRAIN_PROBE, until userspace has caught up. That is loss
+ * where the socket's queue was already full of the flow's datagrams, never
+ * reordering, and never at a rate userspace keeps up with.
  */
 #define MMP_UDP_FWD_MAP "mmp_udp_fwd"
 #define MMP_UDP_REV_MAP "mmp_udp_rev"
@@ -56,8 +71,18 @@
 #define MMP_UDP_DRAIN_MAP "mmp_udp_drain"
 
 /* skb->mark of datagrams the program passes to userspace (seen with SO_RCVMARK). */
-#define MMP_UDP_MARK_DRAIN 0x4d55d0a1 /* counted: the entry is draining */
+#define MMP_UDP_MARK_DRAIN 0x4d560000 /* the entry is draining; the low 16 bits: the datagram's number */
+#define MMP_UDP_MARK_DRAIN_MASK 0xFFFF0000
+#define MMP_UDP_MARK_DRAIN_SEQ(mark) ((mark) & 0xFFFF)
 #define MMP_UDP_MARK_STALE 0x4d55d0a2 /* the entry went stale: userspace re-arms it */
+
+#define MMP_UDP_DRAIN_BEHIND 1024 /* passed datagrams not yet sent, at most */
+#define MMP_UDP_DRAIN_PROBE 64 /* while held back, one datagram in this many is still passed */
+
+#define MMP_UDP_SPP_LEN 38
+/* The part of an SPP header after the client address: proxy address, client port, proxy port. */
+#define MMP_UDP_SPP_TAIL_OFF 18
+#define MMP_UDP_SPP_TAIL_LEN 20
 
 enum mmp_udp_mode {
 	MMP_UDP_MODE_DRAIN = 0,
@@ -65,8 +90,8 @@ enum mmp_udp_mode {
 };
 
 struct mmp_udp_drain {
-	__u64 fwd; /* DRAIN-marked datagrams from the LB that userspace has sent on */
-	__u64 rev; /* DRAIN-marked replies that userspace has sent on */
+	__u64 fwd; /* the number (16 bits) of the last DRAIN-marked datagram from the LB userspace has sent on */
+	__u64 rev; /* the same for replies */
 };
 
 /*
@@ -76,58 +101,73 @@ struct mmp_udp_drain {
  * and a datagram after the first may carry no header to name it).
  */
 struct mmp_udp_fkey {
-	__be32 lb_addr;
-	__be32 local_addr;
+	__be32 lb_addr[4];
+	__be32 local_addr[4];
+	__be32 client_addr[4];
 	__be16 lb_port;
 	__be16 local_port;
-	__be32 client_addr;
 	__be16 client_port;
 	__u16 pad;
 };
 
 struct mmp_udp_fval {
 	__u64 cookie; /* the flow's key in mmp_udp_flows */
-	__be32 client_addr;
-	__be32 up_addr;
+	__be32 client_addr[4];
+	__be32 up_addr[4];
 	__be16 client_port;
 	__be16 up_port;
 	__u32 redirect_ifindex; /* lo when the LB is remote (into lo ingress); 0: continue */
 	__u8 format; /* MMP_UDP_FMT_V2 or MMP_UDP_FMT_SPP */
 	__u8 header_required; /* --udp-header every/spp: a datagram without one goes to userspace */
 	/*
-	 * Set by the program when a PROXY v2 header other than the flow's own
-	 * comes in (the LB reused the ip:port, or changed the header's form):
+	 * Set by the program when a header other than the flow's own comes in
+	 * (PROXY v2: the LB reused the ip:port, or changed the header's form;
+	 * SPP: the proxy address or port changed, which the replies must echo):
 	 * everything goes to userspace until it has looked and re-armed the entry.
 	 */
 	__u8 stale;
 	__u8 mode; /* enum mmp_udp_mode: set to ACTIVE by the program */
+	/* SPP: the header's bytes from MMP_UDP_SPP_TAIL_OFF on, as userspace last saw them. */
+	__u8 spp_tail[MMP_UDP_SPP_TAIL_LEN];
+	__u32 pad;
+	__u64 held; /* DRAIN: dropped while userspace caught up */
 	__u64 passed; /* DRAIN: datagrams passed on (marked) so far */
 	__u64 pkts; /* forwarded in the kernel */
 	__u64 bytes; /* their payload bytes */
-	__u64 last_ns; /* bpf_ktime_get_ns() of the last one */
+	/*
+	 * bpf_ktime_get_coarse_ns() of the last one: CLOCK_MONOTONIC as of the
+	 * last tick (at most a few ms behind), which is plenty for idle
+	 * timeouts in seconds and costs no clock read per datagram (a TSC read
+	 * was 1% of the CPU in the UDP stream benchmark in a VM).
+	 */
+	__u64 last_ns;
 };
 
 struct mmp_udp_rkey {
-	__be32 up_addr;
-	__be32 client_addr;
+	__be32 up_addr[4];
+	__be32 client_addr[4];
 	__be16 up_port;
 	__be16 client_port;
 };
 
 struct mmp_udp_rval {
 	__u64 cookie;
-	__be32 lb_addr;
-	__be32 local_addr;
+	__be32 lb_addr[4];
+	__be32 local_addr[4];
 	__be16 lb_port;
 	__be16 local_port;
 	__u32 redirect_ifindex; /* the LB's interface (bpf_redirect_neigh); 0: the LB is on this host */
 	__u32 max_len; /* IP packets longer than the LB's path MTU go to userspace (it fragments) */
 	__u8 mode; /* enum mmp_udp_mode: set to ACTIVE by the program */
-	__u8 pad[3];
+	__u8 format; /* MMP_UDP_FMT_V2: as is; MMP_UDP_FMT_SPP: spp_hdr goes in front of the payload */
+	__u8 pad[2];
+	__u8 spp_hdr[MMP_UDP_SPP_LEN]; /* exactly what userspace would send: the client's latest header */
+	__u8 pad2[2];
+	__u64 held; /* DRAIN: dropped while userspace caught up */
 	__u64 passed; /* DRAIN: replies passed on (marked) so far */
 	__u64 pkts;
 	__u64 bytes;
-	__u64 last_ns;
+	__u64 last_ns; /* as mmp_udp_fval's */
 };
 
 enum mmp_udp_kcounter {
@@ -137,6 +177,7 @@ enum mmp_udp_kcounter {
 	MMP_UDP_KCNT_PASS_BIG, /* reply over the LB's MTU */
 	MMP_UDP_KCNT_DRAINED, /* passed on to userspace while an entry drained */
 	MMP_UDP_KCNT_ERRORS, /* a helper failed: packet dropped */
+	MMP_UDP_KCNT_HELD, /* dropped while userspace caught up with a hand-over (MMP_UDP_DRAIN_BEHIND) */
 	MMP_UDP_KCNT_MAX,
 };
 
@@ -190,6 +231,7 @@ struct mmp_udp_flow {
 	X(fast_reply_dgrams, "replies sent to load balancers in the kernel (not in sent_dgrams)")   \
 	X(fast_passed, "datagrams the fast path left to userspace (header for another client...)")  \
 	X(fast_errors, "datagrams the fast path dropped: a helper failed")                          \
+	X(fast_held, "datagrams dropped in a hand-over to the kernel that userspace could not keep up with") \
 	X(drop_not_allowed, "dropped: load balancer not in the allowed subnets")                    \
 	X(drop_truncated, "dropped: header cut short")                                             \
 	X(drop_bad_header, "dropped: invalid header (signature, version, command, TLVs, CRC32C)")   \

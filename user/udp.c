@@ -82,6 +82,7 @@ static void sum_counters(struct udp_shared *sh, const struct udp_worker *w, int 
 	out->fast_reply_dgrams = k[MMP_UDP_KCNT_REV];
 	out->fast_passed = k[MMP_UDP_KCNT_PASS_HEADER] + k[MMP_UDP_KCNT_PASS_BIG];
 	out->fast_errors = k[MMP_UDP_KCNT_ERRORS];
+	out->fast_held = k[MMP_UDP_KCNT_HELD];
 }
 
 /* Two lines at -v 1: the traffic and flows, then the drops (1 KiB per log line). */
@@ -178,7 +179,7 @@ int mmp_udp_run(const struct mmp_config *cfg, const struct mmp_policy *policy, c
 	pr_info("listening on udp %s with %d listeners, --udp-header %s, idle flows close after %d s, up to %u flows, %s; IPv4 upstream %s, IPv6 upstream %s",
 		mmp_fmt_addr((const void *)&cfg->listen, l), cfg->listeners, header_mode_name(cfg->udp_header),
 		cfg->close_after_s, sh.max_flows,
-		sh.fast ? "IPv4 flows moved in the kernel (fast path)" : "every datagram relayed in userspace",
+		sh.fast ? "flows moved in the kernel (fast path)" : "every datagram relayed in userspace",
 		mmp_fmt_addr((const void *)&cfg->target4, t4), mmp_fmt_addr((const void *)&cfg->target6, t6));
 
 	sig = wait_for_signal(&sh, w, cfg->listeners, sigs);

@@ -227,35 +227,48 @@ static const struct hook *hook_of(const struct udp_fast *fp, int ifindex)
 	return NULL;
 }
 
-static __be32 v4(const struct udp_ep *ep)
+/* The upstream (-4 or -6) as an endpoint: 16-byte address, IPv4-mapped for IPv4. */
+static void target_ep(const struct udp_flow *f, struct udp_ep *up)
 {
-	__be32 a;
+	udp_ep_from_sa(up, (const struct sockaddr *)f->target);
+}
 
-	memcpy(&a, ep->addr + 12, 4);
-	return a;
+/*
+ * The kernel moves a flow only when its four addresses are of one family:
+ * translating between IPv4 and IPv6 (a v2 INET client behind an IPv6 load
+ * balancer...) is left to userspace.
+ */
+static bool one_family(const struct udp_flow *f)
+{
+	struct udp_ep up;
+
+	target_ep(f, &up);
+	return f->lb.family == f->client.family && f->local.family == f->client.family &&
+	       up.family == f->client.family;
 }
 
 static void fwd_key(const struct udp_flow *f, struct mmp_udp_fkey *k)
 {
 	memset(k, 0, sizeof(*k));
-	k->lb_addr = v4(&f->lb);
+	memcpy(k->lb_addr, f->lb.addr, 16);
 	k->lb_port = f->lb.port;
-	k->local_addr = v4(&f->local);
+	memcpy(k->local_addr, f->local.addr, 16);
 	k->local_port = f->local.port;
 	if (f->format == MMP_UDP_FMT_SPP) {
-		k->client_addr = v4(&f->client);
+		memcpy(k->client_addr, f->client.addr, 16);
 		k->client_port = f->client.port;
 	}
 }
 
 static void rev_key(const struct udp_flow *f, struct mmp_udp_rkey *k)
 {
-	const struct sockaddr_in *up = (const struct sockaddr_in *)f->target;
+	struct udp_ep up;
 
+	target_ep(f, &up);
 	memset(k, 0, sizeof(*k));
-	k->up_addr = up->sin_addr.s_addr;
-	k->up_port = up->sin_port;
-	k->client_addr = v4(&f->client);
+	memcpy(k->up_addr, up.addr, 16);
+	k->up_port = up.port;
+	memcpy(k->client_addr, f->client.addr, 16);
 	k->client_port = f->client.port;
 }
 
@@ -267,24 +280,88 @@ int udp_fast_publish(struct udp_fast *fp, const struct udp_flow *f)
 	return bpf_map_update_elem(fp->drain_fd, &f->cookie, &d, BPF_ANY) ? -errno : 0;
 }
 
-int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool header_required)
+int udp_fast_spp_header(struct udp_fast *fp, const struct udp_flow *f)
 {
-	const struct sockaddr_in *up = (const struct sockaddr_in *)f->target;
-	const struct hook *h = hook_of(fp, lb_ifindex);
-	bool remote = lb_ifindex != fp->lo, fwd, rev;
+	struct mmp_udp_rkey rk;
+	struct mmp_udp_rval rv;
+
+	if (!f->fast_rev)
+		return 0;
+	rev_key(f, &rk);
+	if (bpf_map_lookup_elem(fp->rev_fd, &rk, &rv) || rv.cookie != f->cookie)
+		return -ENOENT;
+	if (!memcmp(rv.spp_hdr, f->spp_hdr, SPP_HEADER_LEN))
+		return 0;
+	memcpy(rv.spp_hdr, f->spp_hdr, SPP_HEADER_LEN);
+	return bpf_map_update_elem(fp->rev_fd, &rk, &rv, BPF_EXIST) ? -errno : 0;
+}
+
+static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool header_required)
+{
 	struct mmp_udp_fkey fk;
 	struct mmp_udp_fval fv;
+	struct udp_ep up;
+
+	target_ep(f, &up);
+	fwd_key(f, &fk);
+	/* Re-arming a stale entry of ours: its counts go on. */
+	if (!bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie)
+		memset(&fv, 0, offsetof(struct mmp_udp_fval, passed));
+	else
+		memset(&fv, 0, sizeof(fv));
+	fv.cookie = f->cookie;
+	memcpy(fv.client_addr, f->client.addr, 16);
+	fv.client_port = f->client.port;
+	memcpy(fv.up_addr, up.addr, 16);
+	fv.up_port = up.port;
+	/* A remote LB's datagrams continue into lo ingress, where the upstream listens. */
+	fv.redirect_ifindex = remote ? (uint32_t)fp->lo : 0;
+	fv.format = f->format;
+	fv.header_required = header_required;
+	fv.mode = MMP_UDP_MODE_DRAIN;
+	fv.passed = 0;
+	if (f->format == MMP_UDP_FMT_SPP)
+		memcpy(fv.spp_tail, f->spp_hdr + MMP_UDP_SPP_TAIL_OFF, MMP_UDP_SPP_TAIL_LEN);
+	if (bpf_map_update_elem(fp->fwd_fd, &fk, &fv, BPF_ANY))
+		return -errno;
+	f->fast_fwd = true;
+	return 0;
+}
+
+static void add_rev(struct udp_fast *fp, struct udp_flow *f, const struct hook *h, bool remote)
+{
 	struct mmp_udp_rkey rk;
 	struct mmp_udp_rval rv = { 0 };
+
+	rev_key(f, &rk);
+	rv.cookie = f->cookie;
+	memcpy(rv.lb_addr, f->lb.addr, 16);
+	rv.lb_port = f->lb.port;
+	memcpy(rv.local_addr, f->local.addr, 16);
+	rv.local_port = f->local.port;
+	rv.redirect_ifindex = remote ? (uint32_t)h->ifindex : 0;
+	rv.max_len = h->mtu;
+	rv.mode = MMP_UDP_MODE_DRAIN;
+	rv.format = f->format;
+	if (f->format == MMP_UDP_FMT_SPP)
+		memcpy(rv.spp_hdr, f->spp_hdr, SPP_HEADER_LEN);
+	if (!bpf_map_update_elem(fp->rev_fd, &rk, &rv, BPF_ANY))
+		f->fast_rev = true;
+}
+
+int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool header_required)
+{
+	const struct hook *h = hook_of(fp, lb_ifindex);
+	bool remote = lb_ifindex != fp->lo, fwd, rev;
 	int err;
 
-	if (!h || (f->format != MMP_UDP_FMT_V2 && f->format != MMP_UDP_FMT_SPP) || f->lb.family != AF_INET ||
-	    f->client.family != AF_INET || f->local.family != AF_INET || f->target->ss_family != AF_INET)
+	if (!h || (f->format != MMP_UDP_FMT_V2 && f->format != MMP_UDP_FMT_SPP) || !f->client.family ||
+	    !one_family(f))
 		return 1;
 	f->lb_ifindex = lb_ifindex;
 	fwd = !f->fast_fwd && (!remote || fp->into_lo);
-	/* SPP replies need room the kernel cannot make safely (mmp_udp.h): userspace sends them. */
-	rev = !f->fast_rev && f->format == MMP_UDP_FMT_V2;
+	/* A remote LB's SPP replies would leave with a wrong checksum offset (reply() in udp.bpf.c). */
+	rev = !f->fast_rev && (f->format == MMP_UDP_FMT_V2 || !remote);
 	if (!fwd && !rev)
 		return f->fast ? 0 : 1;
 	/* Each entry starts draining from zero: the counts first, then the entry. */
@@ -296,39 +373,12 @@ int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool h
 	if (err)
 		return err;
 	if (fwd) {
-		fwd_key(f, &fk);
-		/* Re-arming a stale entry of ours: its counts go on. */
-		if (!bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie)
-			memset(&fv, 0, offsetof(struct mmp_udp_fval, pkts));
-		else
-			memset(&fv, 0, sizeof(fv));
-		fv.cookie = f->cookie;
-		fv.client_addr = v4(&f->client);
-		fv.client_port = f->client.port;
-		fv.up_addr = up->sin_addr.s_addr;
-		fv.up_port = up->sin_port;
-		/* A remote LB's datagrams continue into lo ingress, where the upstream listens. */
-		fv.redirect_ifindex = remote ? (uint32_t)fp->lo : 0;
-		fv.format = f->format;
-		fv.header_required = header_required;
-		fv.mode = MMP_UDP_MODE_DRAIN;
-		if (bpf_map_update_elem(fp->fwd_fd, &fk, &fv, BPF_ANY))
-			return -errno;
-		f->fast_fwd = true;
+		err = add_fwd(fp, f, remote, header_required);
+		if (err)
+			return err;
 	}
-	if (rev) {
-		rev_key(f, &rk);
-		rv.cookie = f->cookie;
-		rv.lb_addr = v4(&f->lb);
-		rv.lb_port = f->lb.port;
-		rv.local_addr = v4(&f->local);
-		rv.local_port = f->local.port;
-		rv.redirect_ifindex = remote ? (uint32_t)lb_ifindex : 0;
-		rv.max_len = h->mtu;
-		rv.mode = MMP_UDP_MODE_DRAIN;
-		if (!bpf_map_update_elem(fp->rev_fd, &rk, &rv, BPF_ANY))
-			f->fast_rev = true;
-	}
+	if (rev)
+		add_rev(fp, f, h, remote);
 	f->fast = f->fast_fwd || f->fast_rev;
 	return 0;
 }
@@ -370,7 +420,7 @@ void udp_fast_forget_client(struct udp_fast *fp, const struct udp_flow *f)
 {
 	struct mmp_udp_rkey rk;
 
-	if (f->client.family != AF_INET || f->target->ss_family != AF_INET)
+	if (!f->client.family || !one_family(f))
 		return;
 	rev_key(f, &rk);
 	bpf_map_delete_elem(fp->rev_fd, &rk);

@@ -27,16 +27,24 @@ int udp_fast_open(const struct mmp_config *cfg, struct udp_maps *maps, struct ud
 void udp_fast_close(struct udp_fast *fp);
 
 /*
- * Hand flow f to the kernel where it can take it: IPv4 throughout, PROXY v2
- * or SPP, the LB's datagrams arriving on a hooked interface lb_ifindex. The
- * forward direction also needs, for a remote LB, lo's sysctls (see
- * udp_fast_open); replies need PROXY v2. header_required: --udp-header every
- * or spp. Entries start draining (include/mmp_udp.h), so no datagram
+ * Hand flow f to the kernel where it can take it: one address family
+ * throughout (IPv4 or IPv6), PROXY v2 or SPP, the LB's datagrams arriving on
+ * a hooked interface lb_ifindex. The forward direction also needs, for a
+ * remote LB, lo's sysctls (see udp_fast_open); SPP replies need a local LB
+ * (reply() in bpf/udp.bpf.c). header_required: --udp-header every or spp. Entries start draining (include/mmp_udp.h), so no datagram
  * overtakes another. Sets f->fast*. Returns 0 when at least one direction
  * is in the kernel, 1 when none can be, or a negative errno (map full...).
  */
 int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool header_required);
-/* Publish f's consumed counts (f->drain_fwd/rev) for its draining entries. Returns 0 or -errno. */
+/*
+ * f->spp_hdr changed (the load balancer named another proxy address or
+ * port): the kernel's replies carry the new header from now on, as
+ * userspace's would. Call it before forwarding the datagram that brought it,
+ * so that its replies carry it. The entry's mode and counts are kept.
+ * Returns 0 (also without a reply entry) or -errno.
+ */
+int udp_fast_spp_header(struct udp_fast *fp, const struct udp_flow *f);
+/* Publish the numbers of the last marked datagrams f has sent (f->drain_fwd/rev). Returns 0 or -errno. */
 int udp_fast_publish(struct udp_fast *fp, const struct udp_flow *f);
 
 /*

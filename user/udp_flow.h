@@ -50,7 +50,7 @@ struct udp_flow {
 	struct udp_flow *staged_next; /* flows with datagrams staged for the upstream */
 	struct udp_flow *to_kernel_next; /* waiting to be handed to the fast path */
 	bool to_kernel; /* on that list */
-	uint64_t drain_fwd, drain_rev; /* DRAIN-marked datagrams sent on, per direction */
+	uint64_t drain_fwd, drain_rev; /* the number of the last DRAIN-marked datagram sent on, per direction */
 	uint8_t stale_rearms; /* times the kernel stopped on another header; past a few, it stays here */
 	struct udp_flow *draining_next; /* counts to publish (udp_flows_publish_drain) */
 	bool draining; /* on that list */

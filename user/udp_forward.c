@@ -231,8 +231,8 @@ static void fast_mark(struct udp_worker *w, struct udp_flow *f, uint32_t mark, i
 {
 	bool was_fast = f->fast;
 
-	if (mark == MMP_UDP_MARK_DRAIN) {
-		udp_flow_drained(w, f, false);
+	if ((mark & MMP_UDP_MARK_DRAIN_MASK) == MMP_UDP_MARK_DRAIN) {
+		udp_flow_drained(w, f, false, MMP_UDP_MARK_DRAIN_SEQ(mark));
 		return;
 	}
 	if (mark != MMP_UDP_MARK_STALE || !f->fast_fwd)
@@ -286,8 +286,11 @@ static void on_dgram(struct udp_worker *w, const uint8_t *p, uint32_t len, const
 		g = udp_ft_by_client(&w->ft, &client);
 		if (g && g->format == MMP_UDP_FMT_SPP && udp_ep_eq(&g->lb, lb)) {
 			/* Replies carry the client's latest header (the proxy address may change). */
-			if (memcmp(g->spp_hdr, p, SPP_HEADER_LEN))
+			if (memcmp(g->spp_hdr, p, SPP_HEADER_LEN)) {
 				memcpy(g->spp_hdr, p, SPP_HEADER_LEN);
+				if (g->fast_rev)
+					udp_fast_spp_header(w->sh->fast, g);
+			}
 			f = g;
 			break;
 		}

@@ -95,12 +95,12 @@ void udp_flows_to_kernel(struct udp_worker *w)
 	w->to_kernel = NULL;
 }
 
-void udp_flow_drained(struct udp_worker *w, struct udp_flow *f, bool rev)
+void udp_flow_drained(struct udp_worker *w, struct udp_flow *f, bool rev, uint32_t seq)
 {
 	if (rev)
-		f->drain_rev++;
+		f->drain_rev = seq;
 	else
-		f->drain_fwd++;
+		f->drain_fwd = seq;
 	if (f->draining)
 		return;
 	f->draining = true;

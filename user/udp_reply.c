@@ -274,8 +274,8 @@ void udp_relay_reply(struct udp_worker *w, struct udp_flow *f, uint32_t events)
 		uint32_t gso = udp_rx_cmsgs(mh, NULL, &ifindex, &mark);
 
 		/* Marked by the fast path while the flow's reply entry drains: count it for the hand-over. */
-		if (mark == MMP_UDP_MARK_DRAIN)
-			udp_flow_drained(w, f, true);
+		if ((mark & MMP_UDP_MARK_DRAIN_MASK) == MMP_UDP_MARK_DRAIN)
+			udp_flow_drained(w, f, true, MMP_UDP_MARK_DRAIN_SEQ(mark));
 
 		/* A GRO train (the upstream sent with UDP_SEGMENT) is split back into its replies. */
 		if (gso == 0 || gso >= dlen)

@@ -162,11 +162,12 @@ void udp_flows_to_kernel(struct udp_worker *w);
 /* Queue f for udp_flows_to_kernel, its LB's datagrams arriving on ifindex (no-op without a fast path). */
 void udp_flow_want_kernel(struct udp_worker *w, struct udp_flow *f, int ifindex);
 /*
- * A datagram of f came marked MMP_UDP_MARK_DRAIN (rev: a reply): count it,
- * to be published once it is sent (udp_flows_publish_drain).
+ * A datagram of f came marked MMP_UDP_MARK_DRAIN with number seq (rev: a
+ * reply): remember it, to be published once it is sent
+ * (udp_flows_publish_drain).
  */
-void udp_flow_drained(struct udp_worker *w, struct udp_flow *f, bool rev);
-/* After a flush: tell the kernel how many marked datagrams each draining flow has sent. */
+void udp_flow_drained(struct udp_worker *w, struct udp_flow *f, bool rev, uint32_t seq);
+/* After a flush: tell the kernel the number of the last marked datagram each draining flow has sent. */
 void udp_flows_publish_drain(struct udp_worker *w);
 
 /* The relay: udp_forward.c (LB -> upstream), udp_reply.c (upstream -> LB), udp_rx.c (buffers). */

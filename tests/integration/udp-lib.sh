@@ -130,7 +130,28 @@ udp_send() {
 	shift
 	UDP_OUT=$(ns_exec "$ns" "$UDP_TOOL" send "$@" 2>&1)
 	rc=$?
+	udp_send_parse
+	return $rc
+}
+
+udp_send_parse() {
 	read -r _ _ _ _ UDP_SENT _ UDP_ECHOED _ UDP_MISSING _ UDP_REORDERED _ UDP_BAD _ <<<"$(grep -m1 '^result' <<<"$UDP_OUT")"
+}
+
+# udp_send_bg NS ARGS...: udp_send in the background (its PID in UDP_BG_PID);
+# udp_send_wait waits for it and sets what udp_send sets, with its status.
+udp_send_bg() {
+	local ns=$1
+	shift
+	ns_exec "$ns" "$UDP_TOOL" send "$@" >"$T_TMP/udp-send-bg.out" 2>&1 &
+	UDP_BG_PID=$!
+}
+udp_send_wait() {
+	local rc
+	wait "$UDP_BG_PID"
+	rc=$?
+	UDP_OUT=$(cat "$T_TMP/udp-send-bg.out")
+	udp_send_parse
 	return $rc
 }
 

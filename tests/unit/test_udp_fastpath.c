@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cmocka tests for the UDP fast path's program (bpf/udp.bpf.c), run through
+ * BPF_PROG_TEST_RUN with hand-built packets: both families, PROXY v2 and SPP,
+ * forward (header stripped) and reply (SPP header inserted).
+ *
+ * Each case loads a fresh skeleton (no attach), writes one mmp_udp_fwd or
+ * mmp_udp_rev entry the way user/udp_fast.c does, runs one Ethernet + IP +
+ * UDP packet with a correct checksum through mmp_udp_ingress, and compares
+ * the output byte by byte with a packet built independently from the
+ * expected fields, checksums computed by this file's own code.
+ *
+ * test_run hands the program a CHECKSUM_NONE skb, so the UDP checksum must
+ * be complete and right after the incremental updates: a wrong pseudo-header,
+ * length or stripped/inserted-bytes term shows up here. (CHECKSUM_PARTIAL
+ * skbs, where only the pseudo-header sum is updated, are covered end to end
+ * on lo by tests/integration/t20-udp-fast.sh.)
+ *
+ * Needs root (BPF); skipped otherwise.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "mmp_udp.h"
+#include "udp.skel.h"
+
+#define TC_ACT_UNSPEC (-1)
+#define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
+
+#define PKT_MAX 4096
+#define SPP_LEN 38
+
+enum dir { FWD, REV };
+enum hdr { NONE, V2, SPP };
+
+/* One end of a packet: an address (IPv4 as a.b.c.d, IPv6 as text) and a port. */
+struct end {
+	const char *addr;
+	uint16_t port;
+};
+
+struct pkt_spec {
+	int family; /* 4 or 6 */
+	struct end src, dst;
+	enum hdr hdr; /* what goes in front of the payload */
+	struct end hdr_client, hdr_proxy; /* the header's addresses */
+	uint16_t payload; /* bytes of pattern after the header */
+};
+
+struct udp_case {
+	const char *name;
+	enum dir dir;
+	bool full; /* FWD IPv6: take the full-sum path of partial skbs (sum_in_full) */
+	uint8_t format; /* the entry's: MMP_UDP_FMT_V2 or _SPP */
+	uint8_t mode; /* the entry's: MMP_UDP_MODE_ACTIVE or _DRAIN */
+	uint32_t max_len; /* REV: the entry's max_len (0: 1500) */
+	struct end lb, local, client, up; /* the flow */
+	struct end spp_proxy; /* SPP: the proxy in the entry's header (the one userspace saw) */
+	struct pkt_spec in;
+	int ret; /* expected TC action */
+	bool same; /* the packet leaves unchanged */
+	struct pkt_spec out; /* otherwise the packet expected */
+	uint32_t mark; /* expected skb->mark */
+	bool stale; /* FWD: the entry is stale afterwards */
+	/* A draining entry: passed and held so far, and the last number userspace published (mmp_udp_drain). */
+	uint64_t passed, held, sent;
+};
+
+static void addr16(const char *text, uint8_t out[16])
+{
+	struct in_addr a4;
+
+	memset(out, 0, 16);
+	if (inet_pton(AF_INET, text, &a4) == 1) {
+		out[10] = out[11] = 0xFF;
+		memcpy(out + 12, &a4, 4);
+		return;
+	}
+	assert_int_equal(inet_pton(AF_INET6, text, out), 1);
+}
+
+static uint32_t sum16(const uint8_t *p, size_t n, uint32_t acc)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		acc += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		acc += (uint32_t)p[n - 1] << 8;
+	return acc;
+}
+
+static uint16_t fold(uint32_t acc)
+{
+	while (acc >> 16)
+		acc = (acc & 0xFFFF) + (acc >> 16);
+	return (uint16_t)acc;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v & 0xFF;
+}
+
+static size_t put_header(uint8_t *p, const struct pkt_spec *s)
+{
+	static const uint8_t sig[12] = { 0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A };
+	uint8_t c[16], x[16];
+
+	if (s->hdr == NONE)
+		return 0;
+	addr16(s->hdr_client.addr, c);
+	addr16(s->hdr_proxy.addr, x);
+	if (s->hdr == SPP) {
+		p[0] = 0x56;
+		p[1] = 0xEC;
+		memcpy(p + 2, c, 16);
+		memcpy(p + 18, x, 16);
+		put16(p + 34, s->hdr_client.port);
+		put16(p + 36, s->hdr_proxy.port);
+		return SPP_LEN;
+	}
+	memcpy(p, sig, 12);
+	p[12] = 0x21;
+	if (s->family == 4) {
+		p[13] = 0x12;
+		put16(p + 14, 12);
+		memcpy(p + 16, c + 12, 4);
+		memcpy(p + 20, x + 12, 4);
+		put16(p + 24, s->hdr_client.port);
+		put16(p + 26, s->hdr_proxy.port);
+		return 28;
+	}
+	p[13] = 0x22;
+	put16(p + 14, 36);
+	memcpy(p + 16, c, 16);
+	memcpy(p + 32, x, 16);
+	put16(p + 48, s->hdr_client.port);
+	put16(p + 50, s->hdr_proxy.port);
+	return 52;
+}
+
+/* Ethernet + IP + UDP + header + payload, checksums right. Returns the length. */
+static size_t build(uint8_t *b, const struct pkt_spec *s)
+{
+	size_t l3 = 14, l4 = l3 + (s->family == 4 ? 20 : 40), ulen;
+	uint8_t sa[16], da[16];
+	uint32_t acc;
+	uint16_t ck;
+
+	memset(b, 0, PKT_MAX);
+	for (int i = 0; i < 12; i++)
+		b[i] = (uint8_t)(0x10 + i);
+	put16(b + 12, s->family == 4 ? 0x0800 : 0x86DD);
+	addr16(s->src.addr, sa);
+	addr16(s->dst.addr, da);
+	ulen = 8 + put_header(b + l4 + 8, s);
+	for (size_t i = 0; i < s->payload; i++)
+		b[l4 + ulen + i] = (uint8_t)(i * 7 + 3);
+	ulen += s->payload;
+	put16(b + l4, s->src.port);
+	put16(b + l4 + 2, s->dst.port);
+	put16(b + l4 + 4, (uint16_t)ulen);
+	if (s->family == 4) {
+		b[l3] = 0x45;
+		put16(b + l3 + 2, (uint16_t)(20 + ulen));
+		put16(b + l3 + 4, 0x1234);
+		b[l3 + 8] = 64;
+		b[l3 + 9] = 17;
+		memcpy(b + l3 + 12, sa + 12, 4);
+		memcpy(b + l3 + 16, da + 12, 4);
+		put16(b + l3 + 10, (uint16_t)~fold(sum16(b + l3, 20, 0)));
+		acc = sum16(sa + 12, 4, sum16(da + 12, 4, 17 + (uint32_t)ulen));
+	} else {
+		b[l3] = 0x60;
+		put16(b + l3 + 4, (uint16_t)ulen);
+		b[l3 + 6] = 17;
+		b[l3 + 7] = 64;
+		memcpy(b + l3 + 8, sa, 16);
+		memcpy(b + l3 + 24, da, 16);
+		acc = sum16(sa, 16, sum16(da, 16, 17 + (uint32_t)ulen));
+	}
+	ck = (uint16_t)~fold(sum16(b + l4, ulen, acc));
+	put16(b + l4 + 6, ck ? ck : 0xFFFF);
+	return l4 + ulen;
+}
+
+/* The UDP checksum of packet b verifies (a zero IPv4 checksum means none). */
+static bool udp_csum_ok(const uint8_t *b, size_t len, int family)
+{
+	size_t l3 = 14, l4 = l3 + (family == 4 ? 20 : 40), ulen = (size_t)b[l4 + 4] << 8 | b[l4 + 5];
+	uint32_t acc;
+
+	if (l4 + ulen > len)
+		return false;
+	if (family == 4) {
+		if (!b[l4 + 6] && !b[l4 + 7])
+			return true;
+		acc = sum16(b + l3 + 12, 8, 17 + (uint32_t)ulen);
+	} else {
+		acc = sum16(b + l3 + 8, 32, 17 + (uint32_t)ulen);
+	}
+	return fold(sum16(b + l4, ulen, acc)) == 0xFFFF;
+}
+
+static struct udp_bpf *cur;
+
+static void put_end(const struct end *e, __be32 addr[4], __be16 *port)
+{
+	addr16(e->addr, (uint8_t *)addr);
+	*port = htons(e->port);
+}
+
+static void fill_entry(const struct udp_case *c)
+{
+	if (c->dir == FWD) {
+		struct mmp_udp_fkey k = { 0 };
+		struct mmp_udp_fval v = { 0 };
+		uint8_t hdr[SPP_LEN];
+		struct pkt_spec h = { .family = 6, .hdr = SPP, .hdr_client = c->client, .hdr_proxy = c->spp_proxy };
+
+		put_end(&c->lb, k.lb_addr, &k.lb_port);
+		put_end(&c->local, k.local_addr, &k.local_port);
+		if (c->format == MMP_UDP_FMT_SPP) {
+			put_end(&c->client, k.client_addr, &k.client_port);
+			put_header(hdr, &h);
+			memcpy(v.spp_tail, hdr + MMP_UDP_SPP_TAIL_OFF, MMP_UDP_SPP_TAIL_LEN);
+		} else {
+			memset(k.client_addr, 0, 16);
+		}
+		v.cookie = 42;
+		put_end(&c->client, v.client_addr, &v.client_port);
+		put_end(&c->up, v.up_addr, &v.up_port);
+		v.format = c->format;
+		v.mode = c->mode;
+		v.passed = c->passed;
+		v.held = c->held;
+		if (c->sent) {
+			struct mmp_udp_drain d = { .fwd = c->sent };
+			__u64 cookie = 42;
+
+			assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_drain, &cookie, sizeof(cookie), &d,
+							      sizeof(d), BPF_NOEXIST),
+					 0);
+		}
+		assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_fwd, &k, sizeof(k), &v, sizeof(v), BPF_NOEXIST), 0);
+	} else {
+		struct mmp_udp_rkey k = { 0 };
+		struct mmp_udp_rval v = { 0 };
+		struct pkt_spec h = { .family = 6, .hdr = SPP, .hdr_client = c->client, .hdr_proxy = c->spp_proxy };
+
+		put_end(&c->up, k.up_addr, &k.up_port);
+		put_end(&c->client, k.client_addr, &k.client_port);
+		v.cookie = 42;
+		put_end(&c->lb, v.lb_addr, &v.lb_port);
+		put_end(&c->local, v.local_addr, &v.local_port);
+		v.max_len = c->max_len ? c->max_len : 1500;
+		v.mode = c->mode;
+		v.format = c->format;
+		if (c->format == MMP_UDP_FMT_SPP)
+			put_header(v.spp_hdr, &h);
+		assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_rev, &k, sizeof(k), &v, sizeof(v), BPF_NOEXIST), 0);
+	}
+}
+
+static void test_case(void **state)
+{
+	const struct udp_case *c = *state;
+	uint8_t in[PKT_MAX], out[PKT_MAX], want[PKT_MAX];
+	struct __sk_buff ctx = { 0 };
+	size_t in_len, want_len;
+	int err;
+
+	if (geteuid() != 0)
+		skip();
+	cur = udp_bpf__open();
+	assert_non_null(cur);
+	cur->rodata->sum_in_full = c->full;
+	err = udp_bpf__load(cur);
+	if (err)
+		fail_msg("udp_bpf__load: %s (the verifier log is above)", strerror(-err));
+	fill_entry(c);
+	in_len = build(in, &c->in);
+	{
+		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (uint32_t)in_len, .data_out = out,
+			    .data_size_out = sizeof(out), .ctx_out = &ctx, .ctx_size_out = sizeof(ctx), .repeat = 1);
+
+		err = bpf_prog_test_run_opts(bpf_program__fd(cur->progs.mmp_udp_ingress), &opts);
+		assert_int_equal(err, 0);
+		assert_int_equal((int)opts.retval, c->ret);
+		assert_int_equal(ctx.mark, c->mark);
+		if (c->same) {
+			assert_int_equal(opts.data_size_out, in_len);
+			assert_memory_equal(out, in, in_len);
+		} else {
+			want_len = build(want, &c->out);
+			/* IPv4 forward: no UDP checksum (0), by design (forward() in udp.bpf.c). */
+			if (c->dir == FWD && c->out.family == 4)
+				want[14 + 20 + 6] = want[14 + 20 + 7] = 0;
+			assert_int_equal(opts.data_size_out, want_len);
+			/* The checksums first: a mismatch there says more than a byte offset. */
+			assert_true(udp_csum_ok(out, want_len, c->out.family));
+			assert_memory_equal(out, want, want_len);
+		}
+	}
+	if (c->dir == FWD) {
+		struct mmp_udp_fkey k = { 0 };
+		struct mmp_udp_fval v;
+
+		put_end(&c->lb, k.lb_addr, &k.lb_port);
+		put_end(&c->local, k.local_addr, &k.local_port);
+		if (c->format == MMP_UDP_FMT_SPP)
+			put_end(&c->client, k.client_addr, &k.client_port);
+		assert_int_equal(bpf_map__lookup_elem(cur->maps.mmp_udp_fwd, &k, sizeof(k), &v, sizeof(v), 0), 0);
+		assert_int_equal(v.stale, c->stale);
+		assert_int_equal(v.pkts, c->ret == TC_ACT_OK ? 1 : 0);
+	}
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	udp_bpf__destroy(cur);
+	cur = NULL;
+	return 0;
+}
+
+/* The flows: a load balancer L, our listen address P, the client C, the upstream U. */
+#define L4_ \
+	{ "198.51.100.2", 40000 }
+#define P4 \
+	{ "198.51.100.1", 7000 }
+#define C4 \
+	{ "203.0.113.7", 5555 }
+#define U4 \
+	{ "127.0.0.1", 9000 }
+#define L6 \
+	{ "2001:db8:1::2", 40000 }
+#define P6 \
+	{ "2001:db8:1::1", 7000 }
+#define C6 \
+	{ "2001:db8:77::7", 5555 }
+#define U6 \
+	{ "::1", 9000 }
+#define X4 \
+	{ "192.0.2.10", 443 } /* the proxy address in headers */
+#define X6 \
+	{ "2001:db8:ffff::10", 443 }
+
+static const struct udp_case cases[] = {
+	{ "IPv6 v2 forward: 52-byte header stripped, checksum follows", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0,
+	  L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 101 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 101 } },
+	{ "IPv6 v2 forward, even payload", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L6, P6, C6, U6, X6,
+	  { 6, L6, P6, V2, C6, X6, 1200 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 1200 } },
+	{ "IPv6 v2 forward, empty payload", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L6, P6, C6, U6, X6,
+	  { 6, L6, P6, V2, C6, X6, 0 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 0 } },
+	{ "IPv6 v2 forward without a header (first): ports, addresses, checksum follows", FWD, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_ACTIVE, 0, L6, P6, C6, U6, X6, { 6, L6, P6, NONE, C6, X6, 61 }, TC_ACT_OK, false,
+	  { 6, C6, U6, NONE, C6, X6, 61 } },
+	{ "IPv6 SPP forward: 38-byte header stripped, checksum follows", FWD, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0,
+	  L6, P6, C6, U6, X6, { 6, L6, P6, SPP, C6, X6, 77 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 77 } },
+	{ "IPv6 v2 forward, partial skb's full sum", FWD, true, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L6, P6, C6, U6,
+	  X6, { 6, L6, P6, V2, C6, X6, 101 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 101 } },
+	{ "IPv6 v2 forward, partial skb's full sum, 1200 bytes", FWD, true, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L6,
+	  P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 1200 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 1200 } },
+	/* test_run takes packets up to a page: 3000 bytes still cover many whole chunks and every part size. */
+	{ "IPv6 v2 forward, partial skb's full sum, 3001 bytes", FWD, true, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L6,
+	  P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 3001 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 3001 } },
+	{ "IPv6 SPP forward, partial skb's full sum, empty payload", FWD, true, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0,
+	  L6, P6, C6, U6, X6, { 6, L6, P6, SPP, C6, X6, 0 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 0 } },
+	{ "IPv6 SPP forward, partial skb's full sum, 3 bytes", FWD, true, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0, L6,
+	  P6, C6, U6, X6, { 6, L6, P6, SPP, C6, X6, 3 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 3 } },
+	{ "IPv6 SPP forward, another proxy address: stale, to userspace", FWD, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0,
+	  L6, P6, C6, U6, X6, { 6, L6, P6, SPP, C6, { "2001:db8:ffff::11", 443 }, 77 }, TC_ACT_UNSPEC, true, { 0 },
+	  MMP_UDP_MARK_STALE, true },
+	{ "IPv6 v2 forward, another client: stale, to userspace", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L6, P6,
+	  C6, U6, X6, { 6, L6, P6, V2, { "2001:db8:77::8", 5555 }, X6, 20 }, TC_ACT_UNSPEC, true, { 0 },
+	  MMP_UDP_MARK_STALE, true },
+	{ "IPv6 v2 forward, draining: marked, to userspace", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6, P6, C6,
+	  U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN | 1, false },
+	{ "draining, userspace sent the last one passed: the kernel's from this one on", FWD, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_OK, false,
+	  { 6, C6, U6, NONE, C6, X6, 50 }, 0, false, 5, 0, 5 },
+	{ "draining, userspace one behind: passed, numbered 6", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6,
+	  P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN | 6, false, 5,
+	  0, 4 },
+	{ "draining, numbers wrap at 16 bits", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6,
+	  { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 50 }, 0, false, 65536 + 7, 0, 7 },
+	{ "draining, userspace MMP_UDP_DRAIN_BEHIND behind: dropped (held)", FWD, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_SHOT, true, { 0 }, 0, false,
+	  MMP_UDP_DRAIN_BEHIND + 3, 1, 3 },
+	{ "draining and held: one in MMP_UDP_DRAIN_PROBE is still passed", FWD, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 },
+	  MMP_UDP_MARK_DRAIN | (MMP_UDP_DRAIN_BEHIND + 4), false, MMP_UDP_DRAIN_BEHIND + 3, MMP_UDP_DRAIN_PROBE, 3 },
+	{ "IPv4 v2 forward: 28-byte header stripped, no checksum", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L4_,
+	  P4, C4, U4, X4, { 4, L4_, P4, V2, C4, X4, 101 }, TC_ACT_OK, false, { 4, C4, U4, NONE, C4, X4, 101 } },
+	{ "IPv4 SPP forward", FWD, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0, L4_, P4, C4, U4, X4,
+	  { 4, L4_, P4, SPP, C4, X4, 64 }, TC_ACT_OK, false, { 4, C4, U4, NONE, C4, X4, 64 } },
+	{ "IPv6 v2 reply: addresses and ports, checksum follows", REV, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L6, P6,
+	  C6, U6, X6, { 6, U6, C6, NONE, C6, X6, 99 }, TC_ACT_OK, false, { 6, P6, L6, NONE, C6, X6, 99 } },
+	{ "IPv6 SPP reply: the client's header inserted, checksum follows", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE,
+	  0, L6, P6, C6, U6, X6, { 6, U6, C6, NONE, C6, X6, 99 }, TC_ACT_OK, false, { 6, P6, L6, SPP, C6, X6, 99 } },
+	{ "IPv6 SPP reply, even payload", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0, L6, P6, C6, U6, X6,
+	  { 6, U6, C6, NONE, C6, X6, 1200 }, TC_ACT_OK, false, { 6, P6, L6, SPP, C6, X6, 1200 } },
+	{ "IPv4 SPP reply: IPv4-mapped addresses in the header", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0, L4_, P4,
+	  C4, U4, X4, { 4, U4, C4, NONE, C4, X4, 33 }, TC_ACT_OK, false, { 4, P4, L4_, SPP, C4, X4, 33 } },
+	{ "IPv4 v2 reply", REV, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L4_, P4, C4, U4, X4,
+	  { 4, U4, C4, NONE, C4, X4, 33 }, TC_ACT_OK, false, { 4, P4, L4_, NONE, C4, X4, 33 } },
+	{ "IPv6 SPP reply over max_len once grown: to userspace", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE,
+	  40 + 8 + 1000 + 37, L6, P6, C6, U6, X6, { 6, U6, C6, NONE, C6, X6, 1000 }, TC_ACT_UNSPEC, true, { 0 }, 0 },
+	{ "IPv6 SPP reply at exactly max_len once grown", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE,
+	  40 + 8 + 1000 + 38, L6, P6, C6, U6, X6, { 6, U6, C6, NONE, C6, X6, 1000 }, TC_ACT_OK, false,
+	  { 6, P6, L6, SPP, C6, X6, 1000 } },
+};
+
+int main(void)
+{
+	size_t n = sizeof(cases) / sizeof(cases[0]);
+	struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0])];
+
+	if (geteuid() != 0)
+		fprintf(stderr, "test_udp_fastpath: not root: the BPF cases are skipped (BPF_PROG_TEST_RUN needs root)\n");
+	for (size_t i = 0; i < n; i++) {
+		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = test_case,
+						.teardown_func = teardown, .initial_state = (void *)&cases[i] };
+	}
+	return _cmocka_run_group_tests("udp_fastpath", tests, n, NULL, NULL);
+}
