@@ -15,12 +15,14 @@
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "clsact.h"
 #include "log.h"
 #include "udp_fast.h"
 #include "udp_flow.h"
@@ -73,6 +75,8 @@ static void detach(struct hook *h)
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = UDP_TC_HANDLE, .priority = UDP_TC_PRIO);
 
 	bpf_tc_detach(&hook, &opts);
+	/* Ours was the last filter on it: the qdisc goes too (another tool's filters keep it). */
+	mmp_clsact_remove_if_empty(h->ifindex);
 }
 
 static uint32_t if_mtu(int ifindex)
@@ -426,6 +430,22 @@ void udp_fast_forget_client(struct udp_fast *fp, const struct udp_flow *f)
 	bpf_map_delete_elem(fp->rev_fd, &rk);
 }
 
+/*
+ * The kernel stamps datagrams with the coarse clock, which runs up to a tick
+ * behind: a datagram stamped T arrived before T + tick. Idle timeouts count
+ * from there, so a flow is never closed before -c after its last datagram.
+ */
+static uint64_t coarse_tick_ns(void)
+{
+	static uint64_t tick;
+	struct timespec res;
+
+	if (!tick)
+		tick = clock_getres(CLOCK_MONOTONIC_COARSE, &res) ? 10000000ULL
+								   : (uint64_t)res.tv_sec * 1000000000ULL + res.tv_nsec;
+	return tick;
+}
+
 int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fast_stats *st)
 {
 	struct mmp_udp_fkey fk;
@@ -450,6 +470,16 @@ int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fas
 			if (rv.last_ns > st->last_ns)
 				st->last_ns = rv.last_ns;
 		}
+	}
+	if (st->last_ns) {
+		struct timespec now;
+		uint64_t now_ns;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		now_ns = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
+		st->last_ns += coarse_tick_ns();
+		if (st->last_ns > now_ns)
+			st->last_ns = now_ns; /* never in the future: idle time is now - last */
 	}
 	return 0;
 }

@@ -81,7 +81,7 @@ static void expire(struct udp_worker *w)
 	struct udp_fast_stats st;
 	struct udp_flow *f;
 
-	while ((f = udp_ft_oldest(&w->ft)) && w->now_ns - f->last_ns >= w->sh->idle_ns) {
+	while ((f = udp_ft_oldest(&w->ft)) && f->last_ns < w->now_ns && w->now_ns - f->last_ns >= w->sh->idle_ns) {
 		if (kernel_activity(w, f, &st))
 			continue;
 		udp_flow_close(w, f, MMP_UDP_CNT_flows_idle);

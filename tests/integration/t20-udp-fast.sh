@@ -194,10 +194,12 @@ left=$(bpftool -j map dump pinned "$MMP_PINDIR/mmp_udp_fwd" | python3 -c 'import
 case_end
 
 mmp_stop
-case_begin "after SIGTERM no TC filter of ours is left on lo or the load balancer's interface"
+case_begin "after SIGTERM no TC filter of ours, and no clsact qdisc, is left on lo or the load balancer's interface"
 for dev in lo veth-p; do
 	left=$(ns_exec "$TOPO_PROXY" tc filter show dev "$dev" ingress 2>/dev/null | grep -c 'mmp_udp_ingress')
 	((left == 0)) || case_fail "$left filters left on $dev"
+	ns_exec "$TOPO_PROXY" tc qdisc show dev "$dev" 2>/dev/null | grep -q clsact &&
+		case_fail "clsact qdisc left on $dev (no other tool uses it here)"
 done
 case_end
 
