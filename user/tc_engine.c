@@ -852,6 +852,51 @@ void mmp_tc_retry(struct mmp_worker *w, struct mmp_conn *c)
 	mmp_tc_begin(w, c);
 }
 
+/*
+ * The seq, ack and TSval a socket would put on a pure ACK now: a moment in
+ * repair mode, left without the window probe TCP_REPAIR_OFF would send.
+ */
+static int peek_ack_state(int fd, struct frozen *f)
+{
+	int off = TCP_REPAIR_OFF_NO_WP, err;
+
+	err = set_repair(fd, 1);
+	if (err)
+		return err;
+	err = read_frozen(fd, f);
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)) && !err)
+		err = -errno;
+	return err;
+}
+
+/*
+ * HOLD rewrites the window to 0 only in segments the proxy sends. A peer
+ * that was sent none since HOLD began (its last data was acked before, or
+ * the ACK is still delayed) still has window to use, and the segment it
+ * sends next would be dropped in FREEZE and cost it a 200 ms timeout. So,
+ * once both queues are empty (the send queue's end is the next seq), tell
+ * each peer the zero window ourselves, with an in-window pure ACK.
+ */
+static void announce_zero_window(struct mmp_tc *tc, struct mmp_conn *c)
+{
+	const struct mmp_tc_tuple *to[2] = { &c->tc_tuples[MMP_TC_ROLE_HOLD_CONN1],
+					     &c->tc_tuples[MMP_TC_ROLE_HOLD_CONN2] };
+	int fds[2] = { c->client.fd, c->upstream.fd };
+
+	for (int i = 0; i < 2; i++) {
+		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
+		struct frozen f;
+
+		if (peek_ack_state(fds[i], &f))
+			continue; /* the flow will find out at FREEZE */
+		ack.seq = f.write_seq;
+		ack.ack = f.rcv_nxt;
+		ack.timestamps = f.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+		ack.tsval = f.tsval;
+		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
+	}
+}
+
 void mmp_tc_check(struct mmp_worker *w, struct mmp_conn *c)
 {
 	if (!c->tc_holding || c->state != CONN_SPLICING)
@@ -875,6 +920,7 @@ void mmp_tc_check(struct mmp_worker *w, struct mmp_conn *c)
 	}
 	/* Twice in a row: a segment in flight at the first look has landed by the second. */
 	if (++c->tc_quiet < 2) {
+		announce_zero_window(w->tc, c);
 		mmp_worker_poll_add(w, c);
 		return;
 	}

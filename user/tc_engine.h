@@ -6,7 +6,8 @@
  *   1. eligible?  same family, timestamps, SACK, ECN; conn2's shift >= conn1's
  *   2. HOLD       TC forces window 0 on the proxy's segments; the splice
  *                 engine drains what was in flight
- *   3. quiet      SIOCINQ = SIOCOUTQ = 0 on both sockets and empty pipes, twice
+ *   3. quiet      SIOCINQ = SIOCOUTQ = 0 on both sockets and empty pipes, twice;
+ *                 at the first look each peer is sent a zero-window ACK
  *   4. FREEZE     TC drops peer segments; TCP_REPAIR; read seq/ts/window state
  *   5. SPLICE     one map write with both directions' deltas
  *   6. close      both sockets, silently (repair mode)
