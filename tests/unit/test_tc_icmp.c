@@ -31,6 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "mmp_tc.h"
+#include "tc_fixtures.h"
 #include "tc.skel.h"
 
 #define TC_ACT_UNSPEC (-1)
@@ -67,51 +68,6 @@ static void make_key(uint8_t family, enum end src, uint16_t sport, enum end dst,
 	k->dport = htons(dport);
 	end_addr(family, src, k->saddr);
 	end_addr(family, dst, k->daddr);
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* RFC 1071, summed bytewise: high and low bytes of the 16-bit words apart. */
-static uint64_t raw_sum(const uint8_t *p, size_t n)
-{
-	uint64_t hi = 0, lo = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (i % 2 == 0)
-			hi += p[i];
-		else
-			lo += p[i];
-	}
-	return hi * 256 + lo;
-}
-
-static uint16_t fold(uint64_t s)
-{
-	while (s > 0xffff)
-		s = (s >> 16) + (s & 0xffff);
-	return (uint16_t)s;
 }
 
 /* ---------------------------------------------------------------------------

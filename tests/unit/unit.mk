@@ -30,7 +30,7 @@ $(BUILD)/tests/%.o: tests/unit/%.c $(UNIT_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/test_tc_rewrite $(BUILD)/tests/test_tc_packet: $(TC_FIXTURES)
+$(BUILD)/tests/test_tc_rewrite $(BUILD)/tests/test_tc_packet $(BUILD)/tests/test_tc_icmp: $(TC_FIXTURES)
 
 # The test's source, then any helper objects it depends on (above).
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmmp.a $(HEADERS) $(UNIT_HDRS)
