@@ -63,31 +63,6 @@ lb_topology() {
 	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1 || return 1
 }
 
-hap_lb_start() {
-	local cfg="$T_TMP/haproxy-lb.cfg"
-	cat >"$cfg" <<-EOF
-		global
-		    maxconn 100
-		defaults
-		    mode tcp
-		    timeout connect 5s
-		    timeout client 60s
-		    timeout server 60s
-		frontend fe4
-		    bind $LB_IP4:$HAP_PORT
-		    default_backend be4
-		frontend fe6
-		    bind [$LB_IP6]:$HAP_PORT
-		    default_backend be6
-		backend be4
-		    server mmp $P_IP4:$PROXY_PORT send-proxy-v2
-		backend be6
-		    server mmp [$P_IP6]:$PROXY_PORT send-proxy-v2
-	EOF
-	proc_start HAPLB_PID "$T_TMP/haproxy-lb.log" "$LB_NS" haproxy -db -f "$cfg"
-	wait_port "$LB_NS" "$HAP_PORT" 10 "$HAPLB_PID"
-}
-
 t_require lb_topology
 t_require hap_lb_start
 

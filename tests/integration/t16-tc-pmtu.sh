@@ -82,31 +82,6 @@ pmtu_topology() {
 	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_no_pmtu_disc=0 net.ipv4.tcp_mtu_probing=0
 }
 
-hap_lb_start() {
-	local cfg="$T_TMP/haproxy-lb.cfg"
-	cat >"$cfg" <<-EOF
-		global
-		    maxconn 100
-		defaults
-		    mode tcp
-		    timeout connect 5s
-		    timeout client 60s
-		    timeout server 60s
-		frontend fe4
-		    bind $LB_IP4:$HAP_PORT
-		    default_backend be4
-		frontend fe6
-		    bind [$LB_IP6]:$HAP_PORT
-		    default_backend be6
-		backend be4
-		    server mmp $P_IP4:$PROXY_PORT send-proxy-v2
-		backend be6
-		    server mmp [$P_IP6]:$PROXY_PORT send-proxy-v2
-	EOF
-	proc_start HAPLB_PID "$T_TMP/haproxy-lb.log" "$LB_NS" haproxy -db -f "$cfg"
-	wait_port "$LB_NS" "$HAP_PORT" 10 "$HAPLB_PID"
-}
-
 # router_errors FAMILY: the too-big errors the router has sent so far.
 router_errors() {
 	local key=IcmpOutDestUnreachs

@@ -261,3 +261,31 @@ tc_bidir_wait() {
 	tc_bidir_poll
 	wait "$BIDIR_PID" 2>/dev/null
 }
+
+# hap_lb_start: HAProxy in LB_NS as a remote load balancer (send-proxy-v2),
+# listening on LB_IP4 / [LB_IP6]:HAP_PORT and sending to the proxy at
+# P_IP4 / [P_IP6]:PROXY_PORT (t13, t16 set those). HAPLB_PID is its PID.
+hap_lb_start() {
+	local cfg="$T_TMP/haproxy-lb.cfg"
+	cat >"$cfg" <<-EOF
+		global
+		    maxconn 100
+		defaults
+		    mode tcp
+		    timeout connect 5s
+		    timeout client 60s
+		    timeout server 60s
+		frontend fe4
+		    bind $LB_IP4:$HAP_PORT
+		    default_backend be4
+		frontend fe6
+		    bind [$LB_IP6]:$HAP_PORT
+		    default_backend be6
+		backend be4
+		    server mmp $P_IP4:$PROXY_PORT send-proxy-v2
+		backend be6
+		    server mmp [$P_IP6]:$PROXY_PORT send-proxy-v2
+	EOF
+	proc_start HAPLB_PID "$T_TMP/haproxy-lb.log" "$LB_NS" haproxy -db -f "$cfg"
+	wait_port "$LB_NS" "$HAP_PORT" 10 "$HAPLB_PID"
+}
