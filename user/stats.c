@@ -13,6 +13,7 @@
 #include "mmp_tc.h"
 #include "pins.h"
 #include "sockaddr.h"
+#include "percpu.h"
 #include "stats.h"
 #include "tc_engine.h"
 #include "udp_stats.h"
@@ -43,25 +44,13 @@ static int count_entries(int fd, size_t key_size)
 
 static void print_counters(int fd)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals;
-
-	if (ncpu <= 0)
-		return;
-	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals)
-		return;
 	printf("sockmap counters:\n");
 	for (uint32_t i = 0; i < MMP_CNT_MAX; i++) {
-		uint64_t sum = 0;
+		uint64_t sum;
 
-		if (bpf_map_lookup_elem(fd, &i, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			sum += vals[c];
-		printf("  %-24s %llu\n", counter_names[i], (unsigned long long)sum);
+		if (!mmp_percpu_sum(fd, i, &sum))
+			printf("  %-24s %llu\n", counter_names[i], (unsigned long long)sum);
 	}
-	free(vals);
 }
 
 static void print_flows(int fd)
@@ -112,20 +101,12 @@ static void print_tc_counters(int fd)
 		[MMP_TC_CNT_TUPLE_REUSED] = "tuples_reused_by_syn",
 		[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_errors_translated",
 	};
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t vals[1024];
-
-	if (ncpu <= 0 || ncpu > 1024)
-		return;
 	printf("tc counters:\n");
 	for (uint32_t i = 0; i < MMP_TC_CNT_MAX; i++) {
-		uint64_t sum = 0;
+		uint64_t sum;
 
-		if (bpf_map_lookup_elem(fd, &i, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			sum += vals[c];
-		printf("  %-24s %llu\n", names[i], (unsigned long long)sum);
+		if (!mmp_percpu_sum(fd, i, &sum))
+			printf("  %-24s %llu\n", names[i], (unsigned long long)sum);
 	}
 }
 

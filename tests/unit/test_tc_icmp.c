@@ -31,6 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "mmp_tc.h"
+#include "percpu.h"
 #include "tc_fixtures.h"
 #include "tc.skel.h"
 
@@ -441,16 +442,9 @@ static void fill_maps(struct tc_bpf *skel, const struct icmp_case *c)
 
 static uint64_t read_counter(struct tc_bpf *skel, uint32_t idx)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *v, sum = 0;
+	uint64_t sum = 0;
 
-	assert_true(ncpu > 0);
-	v = calloc((size_t)ncpu, sizeof(*v));
-	assert_non_null(v);
-	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_counters), &idx, v), 0);
-	for (int i = 0; i < ncpu; i++)
-		sum += v[i];
-	free(v);
+	assert_int_equal(mmp_percpu_sum(bpf_map__fd(skel->maps.mmp_tc_counters), idx, &sum), 0);
 	return sum;
 }
 
