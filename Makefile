@@ -27,10 +27,11 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS    := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-# Every user/*.c except main.c is a library object, shared with tests and fuzzers.
-USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+# Every user/**/*.c except main.c is a library object, shared with tests and fuzzers.
+# Sources include each other by path from user/ ("core/conn.h", "engine/engine.h").
+USER_SRCS := $(filter-out user/main.c,$(shell find user -name '*.c' | sort))
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
-HEADERS   := $(wildcard include/*.h user/*.h)
+HEADERS   := $(wildcard include/*.h) $(shell find user -name '*.h')
 
 BIN := $(BUILD)/mmproxy-bpf
 
@@ -52,6 +53,7 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/user
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) -c $< -o $@
 
 # Rebuilt from scratch: `ar r` keeps members of deleted sources, which then shadow nothing but link stale code.

@@ -11,18 +11,18 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
-#include "check.h"
-#include "cleanup.h"
-#include "config.h"
-#include "log.h"
-#include "policy.h"
-#include "routing.h"
-#include "sockmap.h"
-#include "stats.h"
-#include "tc_engine.h"
-#include "udp.h"
-#include "sockaddr.h"
-#include "worker.h"
+#include "cli/check.h"
+#include "cli/cleanup.h"
+#include "lib/config.h"
+#include "lib/log.h"
+#include "lib/policy.h"
+#include "cli/routing.h"
+#include "engine/sockmap/sockmap.h"
+#include "cli/stats.h"
+#include "engine/tc/tc_engine.h"
+#include "udp/udp.h"
+#include "lib/sockaddr.h"
+#include "tcp/worker.h"
 
 #ifndef MMP_VERSION
 #define MMP_VERSION "unknown"

@@ -25,7 +25,7 @@
 
 #include <netinet/in.h>
 
-#include "proxy_proto.h"
+#include "proto/proxy_proto.h"
 
 /* Prefixes up to this length are all swept, each from its own heap copy. */
 #define SWEEP_MAX 512

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "allowlist.h"
+#include "proto/allowlist.h"
 
 struct line_case {
 	const char *line;

@@ -8,8 +8,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
-#include "config.h"
-#include "log.h"
+#include "lib/config.h"
+#include "lib/log.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof(a[0])) - 1)
 

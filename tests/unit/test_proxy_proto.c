@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "proxy_proto.h"
+#include "proto/proxy_proto.h"
 
 /* v2 signature, split so that no hex escape swallows the next character. */
 #define SIG "\r\n\r\n\0\r\nQUIT\n"

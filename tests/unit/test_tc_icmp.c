@@ -31,7 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "mmp_tc.h"
-#include "percpu.h"
+#include "lib/percpu.h"
 #include "tc_fixtures.h"
 #include "tc.skel.h"
 

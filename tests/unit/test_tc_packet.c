@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tc_fixtures.h"
-#include "tc_packet.h"
+#include "engine/tc/tc_packet.h"
 
 /* ---------------------------------------------------------------------------
  * Cases

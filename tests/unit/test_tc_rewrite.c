@@ -30,7 +30,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "mmp_tc.h"
-#include "percpu.h"
+#include "lib/percpu.h"
 #include "tc.skel.h"
 #include "tc_fixtures.h"
 

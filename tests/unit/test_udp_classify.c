@@ -12,9 +12,9 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include "proxy_proto.h"
-#include "udp_classify.h"
-#include "udp_spp.h"
+#include "proto/proxy_proto.h"
+#include "udp/udp_classify.h"
+#include "proto/udp_spp.h"
 
 #define AUTO MMP_UDP_HDR_AUTO
 #define EVERY MMP_UDP_HDR_EVERY

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include "udp_flow.h"
-#include "udp_ratelimit.h"
+#include "udp/udp_flow.h"
+#include "udp/udp_ratelimit.h"
 
 static struct udp_ep ep4(uint32_t ip, uint16_t port)
 {

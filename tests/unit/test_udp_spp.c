@@ -9,7 +9,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include "udp_spp.h"
+#include "proto/udp_spp.h"
 
 static struct sockaddr_storage v4(const char *ip, uint16_t port)
 {

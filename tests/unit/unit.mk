@@ -22,7 +22,7 @@ FUZZ_CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Ii
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_CORPUS  := $(BUILD)/fuzz-corpus
 FUZZ_PP      := $(FUZZ_DIR)/fuzz_proxy_proto
-FUZZ_PP_SRCS := tests/fuzz/fuzz_proxy_proto.c user/proxy_proto.c user/crc32c.c
+FUZZ_PP_SRCS := tests/fuzz/fuzz_proxy_proto.c user/proto/proxy_proto.c user/proto/crc32c.c
 
 .PHONY: unit-tests fuzz-tests fuzz-corpus
 
@@ -47,7 +47,7 @@ unit-tests: $(UNIT_BINS)
 	if [ $$failed -ne 0 ]; then echo "unit-tests: $$failed suite(s) failed"; exit 1; fi; \
 	echo "unit-tests: all $(words $(UNIT_BINS)) suite(s) passed"
 
-$(FUZZ_PP): $(FUZZ_PP_SRCS) user/proxy_proto.h
+$(FUZZ_PP): $(FUZZ_PP_SRCS) user/proto/proxy_proto.h
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $(FUZZ_PP_SRCS)
 

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "mmp_maps.h"
+#include "mmp_tc.h"
+#include "lib/pins.h"
+#include "lib/sockaddr.h"
+#include "lib/percpu.h"
+#include "cli/stats.h"
+#include "engine/tc/tc_engine.h"
+#include "udp/udp_stats.h"
+
+static const char *const counter_names[MMP_CNT_MAX] = {
+	[MMP_CNT_REDIRECTED_BYTES] = "redirected_bytes",
+	[MMP_CNT_PASSED_BYTES] = "held_back_bytes",
+	[MMP_CNT_HEADER_BYTES] = "header_bytes_stripped",
+	[MMP_CNT_PAUSES] = "backpressure_pauses",
+	[MMP_CNT_NO_FLOW] = "verdicts_without_flow",
+	[MMP_CNT_REDIRECT_FAILED] = "strip_failures",
+	[MMP_CNT_DUPLICATE_BYTES] = "duplicate_bytes_dropped",
+};
+
+static int count_entries(int fd, size_t key_size)
+{
+	uint8_t key[64], next[64];
+	void *prev = NULL;
+	int n = 0;
+
+	while (key_size <= sizeof(key) && bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, key_size);
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+static void print_counters(int fd)
+{
+	printf("sockmap counters:\n");
+	for (uint32_t i = 0; i < MMP_CNT_MAX; i++) {
+		uint64_t sum;
+
+		if (!mmp_percpu_sum(fd, i, &sum))
+			printf("  %-24s %llu\n", counter_names[i], (unsigned long long)sum);
+	}
+}
+
+static void print_flows(int fd)
+{
+	uint64_t key, *prev = NULL;
+	struct mmp_flow f;
+	int n = 0;
+
+	printf("sockmap flows:\n");
+	printf("  %-46s %-46s %14s %14s %s\n", "client", "upstream", "bytes_up", "bytes_down", "state");
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		char a[80], b[80];
+
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &f))
+			continue;
+		printf("  %-46s %-46s %14llu %14llu %s%s\n", mmp_fmt_map_addr(&f.client, a, sizeof(a)),
+		       mmp_fmt_map_addr(&f.upstream, b, sizeof(b)), (unsigned long long)f.up.bytes,
+		       (unsigned long long)f.down.bytes, f.up.paused ? "up-paused " : "",
+		       f.down.paused ? "down-paused" : "");
+		n++;
+	}
+	printf("  (%d flows)\n", n);
+}
+
+static const char *fmt_tuple(const struct mmp_tc_tuple *t, char *buf, size_t len)
+{
+	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+	int af = t->family == 4 ? AF_INET : AF_INET6;
+
+	inet_ntop(af, t->saddr, s, sizeof(s));
+	inet_ntop(af, t->daddr, d, sizeof(d));
+	if (af == AF_INET)
+		snprintf(buf, len, "%s:%u -> %s:%u", s, ntohs(t->sport), d, ntohs(t->dport));
+	else
+		snprintf(buf, len, "[%s]:%u -> [%s]:%u", s, ntohs(t->sport), d, ntohs(t->dport));
+	return buf;
+}
+
+static void print_tc_counters(int fd)
+{
+	static const char *const names[MMP_TC_CNT_MAX] = {
+		[MMP_TC_CNT_TRANSLATED] = "packets_translated",
+		[MMP_TC_CNT_HELD] = "zero_window_segments",
+		[MMP_TC_CNT_REDIRECT_FAILED] = "rewrite_failures",
+		[MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = "ipv4_fragments_passed",
+		[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
+		[MMP_TC_CNT_TUPLE_REUSED] = "tuples_reused_by_syn",
+		[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_errors_translated",
+	};
+	printf("tc counters:\n");
+	for (uint32_t i = 0; i < MMP_TC_CNT_MAX; i++) {
+		uint64_t sum;
+
+		if (!mmp_percpu_sum(fd, i, &sum))
+			printf("  %-24s %llu\n", names[i], (unsigned long long)sum);
+	}
+}
+
+/* Each spliced flow: the load balancer's tuple, the upstream's, deltas, traffic. */
+static void print_tc_flows(int flows_fd, int stats_fd)
+{
+	uint64_t key, *prev = NULL;
+	struct timespec now;
+	int n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	printf("tc flows (spliced in the kernel):\n");
+	while (bpf_map_get_next_key(flows_fd, prev, &key) == 0) {
+		struct mmp_tc_flow f;
+		struct mmp_tc_stats st = { 0 };
+		struct mmp_tc_tuple lb;
+		char a[128], b[128];
+		uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
+
+		prev = &key;
+		if (bpf_map_lookup_elem(flows_fd, &key, &f))
+			continue;
+		bpf_map_lookup_elem(stats_fd, &key, &st);
+		mmp_tc_reverse_tuple(&lb, &f.down.out);
+		printf("  flow %llu %s\n", (unsigned long long)key,
+		       f.mode == MMP_TC_MODE_SPLICE ? "" : f.mode == MMP_TC_MODE_HOLD ? "(hand-off: hold)" : "(hand-off: freeze)");
+		if (f.mode != MMP_TC_MODE_SPLICE)
+			continue;
+		printf("    load balancer %s\n", fmt_tuple(&lb, a, sizeof(a)));
+		printf("    upstream      %s\n", fmt_tuple(&f.up.out, b, sizeof(b)));
+		printf("    up:   seq %+d ack %+d wscale %u->%u  %llu packets %llu bytes\n", (int)f.up.seq_delta,
+		       (int)f.up.ack_delta, f.up.wscale_in, f.up.wscale_out, (unsigned long long)st.packets[0],
+		       (unsigned long long)st.bytes[0]);
+		printf("    down: seq %+d ack %+d wscale %u->%u  %llu packets %llu bytes\n", (int)f.down.seq_delta,
+		       (int)f.down.ack_delta, f.down.wscale_in, f.down.wscale_out, (unsigned long long)st.packets[1],
+		       (unsigned long long)st.bytes[1]);
+		printf("    state: %s%s%s, idle %.1f s\n", st.fin[0] ? "FIN from load balancer " : "",
+		       st.fin[1] ? "FIN from upstream " : "", st.rst ? "RST" : st.fin[0] || st.fin[1] ? "" : "open",
+		       st.last_seen_ns ? (now_ns - st.last_seen_ns) / 1e9 : 0.0);
+		n++;
+	}
+	printf("  (%d flows)\n", n);
+}
+
+static void close_if_open(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+int mmp_stats_command(const char *pin_dir)
+{
+	int allow4 = mmp_open_pin(pin_dir, MMP_ALLOW4_MAP);
+	int allow6 = mmp_open_pin(pin_dir, MMP_ALLOW6_MAP);
+	int flows = mmp_open_pin(pin_dir, MMP_FLOWS_MAP);
+	int counters = mmp_open_pin(pin_dir, MMP_COUNTERS_MAP);
+	int tc_flows = mmp_open_pin(pin_dir, MMP_TC_FLOWS_MAP);
+	int tc_stats = mmp_open_pin(pin_dir, MMP_TC_STATS_MAP);
+	int tc_counters = mmp_open_pin(pin_dir, MMP_TC_COUNTERS_MAP);
+
+	if (allow4 < 0 && flows < 0 && tc_flows < 0) {
+		fprintf(stderr, "mmproxy-bpf: nothing pinned under %s (is mmproxy-bpf running? pass its --pin-dir)\n",
+			pin_dir);
+		return 1;
+	}
+	printf("pin directory: %s\n", pin_dir);
+	if (allow4 >= 0 && allow6 >= 0)
+		printf("allowed subnets: %d IPv4, %d IPv6 (%s, %s)\n",
+		       count_entries(allow4, sizeof(struct mmp_allow4_key)),
+		       count_entries(allow6, sizeof(struct mmp_allow6_key)), MMP_ALLOW4_MAP, MMP_ALLOW6_MAP);
+	if (counters >= 0)
+		print_counters(counters);
+	if (tc_counters >= 0)
+		print_tc_counters(tc_counters);
+	if (tc_flows >= 0 && tc_stats >= 0)
+		print_tc_flows(tc_flows, tc_stats);
+	if (flows >= 0)
+		print_flows(flows);
+	mmp_udp_stats_print(pin_dir);
+	if (flows < 0 && tc_flows < 0)
+		printf("no in-kernel engine loaded (engine splice moves bytes in userspace; no per-flow maps)\n");
+	close_if_open(allow4);
+	close_if_open(allow6);
+	close_if_open(flows);
+	close_if_open(counters);
+	close_if_open(tc_flows);
+	close_if_open(tc_stats);
+	close_if_open(tc_counters);
+	return 0;
+}

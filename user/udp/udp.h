@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* UDP mode (-p udp). */
+#ifndef MMP_UDP_H
+#define MMP_UDP_H
+
+#include <signal.h>
+#include "lib/config.h"
+
+struct mmp_policy;
+
+/*
+ * Run the UDP proxy until one of the signals in *sigs arrives (they are
+ * blocked in every thread; wait for them with sigwait or a signalfd).
+ * Returns 0 on a clean stop, or a negative errno after logging.
+ */
+int mmp_udp_run(const struct mmp_config *cfg, const struct mmp_policy *policy, const sigset_t *sigs);
+
+#endif

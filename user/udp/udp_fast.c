@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The fast path's control side: attach bpf/udp.bpf.c's program and write a
+ * flow's entries once userspace has opened it. See udp_fast.h.
+ *
+ * The program goes on clsact with its own handle and a priority ahead of
+ * the tc engine's filter, and returns TC_ACT_UNSPEC for packets that are not
+ * theirs, so a TCP instance using the tc engine on the same host still sees
+ * its packets. On exit only our filters are removed; the qdisc may carry
+ * other filters.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "lib/clsact.h"
+#include "lib/log.h"
+#include "udp/udp_fast.h"
+#include "udp/udp_flow.h"
+#include "udp/udp_maps.h"
+
+#define UDP_TC_HANDLE 0x4d55 /* "MU"; the tc engine uses 0x4d4d */
+#define UDP_TC_PRIO 0x4d40
+#define MAX_HOOKS 64
+
+struct hook {
+	int ifindex;
+	uint32_t mtu;
+	bool attached;
+};
+
+struct udp_fast {
+	int fwd_fd, rev_fd, drain_fd, prog;
+	int lo;
+	bool into_lo; /* lo takes redirected datagrams: route_localnet and accept_local are on */
+	struct hook hooks[MAX_HOOKS];
+	int nhooks;
+};
+
+static int attach(struct hook *h, int prog_fd)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = h->ifindex, .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = UDP_TC_HANDLE, .priority = UDP_TC_PRIO,
+			    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
+	char name[IF_NAMESIZE] = "?";
+	int err;
+
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		goto fail;
+	/* REPLACE: a filter left by a killed instance is taken over, not doubled. */
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		goto fail;
+	h->attached = true;
+	return 0;
+fail:
+	if_indextoname(h->ifindex, name);
+	pr_err("UDP fast path: failed to attach to %s ingress: %s", name, strerror(-err));
+	return err;
+}
+
+static void detach(struct hook *h)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = h->ifindex, .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = UDP_TC_HANDLE, .priority = UDP_TC_PRIO);
+
+	bpf_tc_detach(&hook, &opts);
+	/* Ours was the last filter on it: the qdisc goes too (another tool's filters keep it). */
+	mmp_clsact_remove_if_empty(h->ifindex);
+}
+
+static uint32_t if_mtu(int ifindex)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	uint32_t mtu = 1500;
+
+	if (fd >= 0 && if_indextoname(ifindex, ifr.ifr_name) && !ioctl(fd, SIOCGIFMTU, &ifr))
+		mtu = ifr.ifr_mtu;
+	if (fd >= 0)
+		close(fd);
+	return mtu;
+}
+
+static bool if_up(const char *name)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool up = false;
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (fd >= 0 && !ioctl(fd, SIOCGIFFLAGS, &ifr))
+		up = ifr.ifr_flags & IFF_UP;
+	if (fd >= 0)
+		close(fd);
+	return up;
+}
+
+static int add_hook(struct udp_fast *fp, int ifindex)
+{
+	struct hook *h;
+
+	if (fp->nhooks == MAX_HOOKS) {
+		pr_err("UDP fast path: more than %d interfaces; name the load balancers' ones with --iface", MAX_HOOKS);
+		return -E2BIG;
+	}
+	h = &fp->hooks[fp->nhooks++];
+	h->ifindex = ifindex;
+	h->mtu = if_mtu(ifindex);
+	return 0;
+}
+
+/* lo first; then --iface, or every interface that is up. */
+static int pick_interfaces(struct udp_fast *fp, const struct mmp_config *cfg)
+{
+	struct if_nameindex *ifs, *i;
+	int err;
+
+	fp->lo = if_nametoindex("lo");
+	if (!fp->lo) {
+		pr_err("UDP fast path: no loopback interface in this network namespace");
+		return -ENODEV;
+	}
+	err = add_hook(fp, fp->lo);
+	for (int n = 0; !err && n < cfg->n_ifaces; n++) {
+		int idx = if_nametoindex(cfg->ifaces[n]);
+
+		if (!idx) {
+			pr_err("UDP fast path: no interface named %s (check --iface)", cfg->ifaces[n]);
+			return -ENODEV;
+		}
+		if (idx != fp->lo)
+			err = add_hook(fp, idx);
+	}
+	if (err || cfg->n_ifaces)
+		return err;
+	ifs = if_nameindex();
+	for (i = ifs; i && i->if_index && !err; i++)
+		if ((int)i->if_index != fp->lo && if_up(i->if_name))
+			err = add_hook(fp, i->if_index);
+	if_freenameindex(ifs);
+	return err;
+}
+
+static bool sysctl_on(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v > 0;
+}
+
+/*
+ * A remote LB's datagram, rewritten to go from the client to 127.0.0.1, is
+ * redirected into lo ingress. The route lookup there drops it as a martian
+ * (loopback destination, and a source our table-123 route makes local)
+ * unless lo has route_localnet and accept_local (DESIGN §4). We do not
+ * change them behind the operator's back: without them, remote LBs'
+ * datagrams go through userspace and only their replies through the kernel.
+ */
+static bool lo_takes_redirects(void)
+{
+	return sysctl_on("/proc/sys/net/ipv4/conf/lo/route_localnet") &&
+	       sysctl_on("/proc/sys/net/ipv4/conf/lo/accept_local");
+}
+
+int udp_fast_open(const struct mmp_config *cfg, struct udp_maps *maps, struct udp_fast **out)
+{
+	struct udp_fast *fp;
+	int err;
+
+	fp = calloc(1, sizeof(*fp));
+	if (!fp)
+		return -ENOMEM;
+	fp->prog = udp_maps_prog_fd(maps);
+	fp->fwd_fd = udp_maps_fwd_fd(maps);
+	fp->rev_fd = udp_maps_rev_fd(maps);
+	fp->drain_fd = udp_maps_drain_fd(maps);
+	if (fp->prog < 0) {
+		err = -EOPNOTSUPP;
+		goto fail;
+	}
+	err = pick_interfaces(fp, cfg);
+	if (err)
+		goto fail;
+	fp->into_lo = lo_takes_redirects();
+	if (!fp->into_lo && fp->nhooks > 1)
+		pr_info("UDP fast path: remote load balancers' datagrams stay in userspace (their replies do not): to move them in the kernel too, sysctl -w net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1");
+	/* The LB's datagrams arrive on lo or its interface; the upstream's replies on lo. */
+	for (int i = 0; !err && i < fp->nhooks; i++)
+		err = attach(&fp->hooks[i], fp->prog);
+	if (err)
+		goto fail;
+	*out = fp;
+	return 0;
+fail:
+	udp_fast_close(fp);
+	return err;
+}
+
+void udp_fast_close(struct udp_fast *fp)
+{
+	if (!fp)
+		return;
+	for (int i = 0; i < fp->nhooks; i++)
+		if (fp->hooks[i].attached)
+			detach(&fp->hooks[i]);
+	free(fp);
+}
+
+static const struct hook *hook_of(const struct udp_fast *fp, int ifindex)
+{
+	for (int i = 0; i < fp->nhooks; i++)
+		if (fp->hooks[i].ifindex == ifindex && fp->hooks[i].attached)
+			return &fp->hooks[i];
+	return NULL;
+}
+
+/* The upstream (-4 or -6) as an endpoint: 16-byte address, IPv4-mapped for IPv4. */
+static void target_ep(const struct udp_flow *f, struct udp_ep *up)
+{
+	udp_ep_from_sa(up, (const struct sockaddr *)f->target);
+}
+
+/*
+ * The kernel moves a flow only when its four addresses are of one family:
+ * translating between IPv4 and IPv6 (a v2 INET client behind an IPv6 load
+ * balancer...) is left to userspace.
+ */
+static bool one_family(const struct udp_flow *f)
+{
+	struct udp_ep up;
+
+	target_ep(f, &up);
+	return f->lb.family == f->client.family && f->local.family == f->client.family &&
+	       up.family == f->client.family;
+}
+
+static void fwd_key(const struct udp_flow *f, struct mmp_udp_fkey *k)
+{
+	memset(k, 0, sizeof(*k));
+	memcpy(k->lb_addr, f->lb.addr, 16);
+	k->lb_port = f->lb.port;
+	memcpy(k->local_addr, f->local.addr, 16);
+	k->local_port = f->local.port;
+	if (f->format == MMP_UDP_FMT_SPP) {
+		memcpy(k->client_addr, f->client.addr, 16);
+		k->client_port = f->client.port;
+	}
+}
+
+static void rev_key(const struct udp_flow *f, struct mmp_udp_rkey *k)
+{
+	struct udp_ep up;
+
+	target_ep(f, &up);
+	memset(k, 0, sizeof(*k));
+	memcpy(k->up_addr, up.addr, 16);
+	k->up_port = up.port;
+	memcpy(k->client_addr, f->client.addr, 16);
+	k->client_port = f->client.port;
+}
+
+/* The consumed counts the program compares with its own (see mmp_udp.h). */
+int udp_fast_publish(struct udp_fast *fp, const struct udp_flow *f)
+{
+	struct mmp_udp_drain d = { .fwd = f->drain_fwd, .rev = f->drain_rev };
+
+	return bpf_map_update_elem(fp->drain_fd, &f->cookie, &d, BPF_ANY) ? -errno : 0;
+}
+
+int udp_fast_spp_header(struct udp_fast *fp, const struct udp_flow *f)
+{
+	struct mmp_udp_rkey rk;
+	struct mmp_udp_rval rv;
+
+	if (!f->fast_rev)
+		return 0;
+	rev_key(f, &rk);
+	if (bpf_map_lookup_elem(fp->rev_fd, &rk, &rv) || rv.cookie != f->cookie)
+		return -ENOENT;
+	if (!memcmp(rv.spp_hdr, f->spp_hdr, SPP_HEADER_LEN))
+		return 0;
+	memcpy(rv.spp_hdr, f->spp_hdr, SPP_HEADER_LEN);
+	return bpf_map_update_elem(fp->rev_fd, &rk, &rv, BPF_EXIST) ? -errno : 0;
+}
+
+static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool header_required)
+{
+	struct mmp_udp_fkey fk;
+	struct mmp_udp_fval fv;
+	struct udp_ep up;
+
+	target_ep(f, &up);
+	fwd_key(f, &fk);
+	/* Re-arming a stale entry of ours: its counts go on. */
+	if (!bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie)
+		memset(&fv, 0, offsetof(struct mmp_udp_fval, passed));
+	else
+		memset(&fv, 0, sizeof(fv));
+	fv.cookie = f->cookie;
+	memcpy(fv.client_addr, f->client.addr, 16);
+	fv.client_port = f->client.port;
+	memcpy(fv.up_addr, up.addr, 16);
+	fv.up_port = up.port;
+	/* A remote LB's datagrams continue into lo ingress, where the upstream listens. */
+	fv.redirect_ifindex = remote ? (uint32_t)fp->lo : 0;
+	fv.format = f->format;
+	fv.header_required = header_required;
+	fv.mode = MMP_UDP_MODE_DRAIN;
+	fv.passed = 0;
+	if (f->format == MMP_UDP_FMT_SPP)
+		memcpy(fv.spp_tail, f->spp_hdr + MMP_UDP_SPP_TAIL_OFF, MMP_UDP_SPP_TAIL_LEN);
+	if (bpf_map_update_elem(fp->fwd_fd, &fk, &fv, BPF_ANY))
+		return -errno;
+	f->fast_fwd = true;
+	return 0;
+}
+
+static void add_rev(struct udp_fast *fp, struct udp_flow *f, const struct hook *h, bool remote)
+{
+	struct mmp_udp_rkey rk;
+	struct mmp_udp_rval rv = { 0 };
+
+	rev_key(f, &rk);
+	rv.cookie = f->cookie;
+	memcpy(rv.lb_addr, f->lb.addr, 16);
+	rv.lb_port = f->lb.port;
+	memcpy(rv.local_addr, f->local.addr, 16);
+	rv.local_port = f->local.port;
+	rv.redirect_ifindex = remote ? (uint32_t)h->ifindex : 0;
+	rv.max_len = h->mtu;
+	rv.mode = MMP_UDP_MODE_DRAIN;
+	rv.format = f->format;
+	if (f->format == MMP_UDP_FMT_SPP)
+		memcpy(rv.spp_hdr, f->spp_hdr, SPP_HEADER_LEN);
+	if (!bpf_map_update_elem(fp->rev_fd, &rk, &rv, BPF_ANY))
+		f->fast_rev = true;
+}
+
+int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool header_required)
+{
+	const struct hook *h = hook_of(fp, lb_ifindex);
+	bool remote = lb_ifindex != fp->lo, fwd, rev;
+	int err;
+
+	if (!h || (f->format != MMP_UDP_FMT_V2 && f->format != MMP_UDP_FMT_SPP) || !f->client.family ||
+	    !one_family(f))
+		return 1;
+	f->lb_ifindex = lb_ifindex;
+	fwd = !f->fast_fwd && (!remote || fp->into_lo);
+	/* A remote LB's SPP replies would leave with a wrong checksum offset (reply() in udp.bpf.c). */
+	rev = !f->fast_rev && (f->format == MMP_UDP_FMT_V2 || !remote);
+	if (!fwd && !rev)
+		return f->fast ? 0 : 1;
+	/* Each entry starts draining from zero: the counts first, then the entry. */
+	if (fwd)
+		f->drain_fwd = 0;
+	if (rev)
+		f->drain_rev = 0;
+	err = udp_fast_publish(fp, f);
+	if (err)
+		return err;
+	if (fwd) {
+		err = add_fwd(fp, f, remote, header_required);
+		if (err)
+			return err;
+	}
+	if (rev)
+		add_rev(fp, f, h, remote);
+	f->fast = f->fast_fwd || f->fast_rev;
+	return 0;
+}
+
+void udp_fast_del(struct udp_fast *fp, struct udp_flow *f)
+{
+	struct mmp_udp_fkey fk;
+	struct mmp_udp_rkey rk;
+	struct mmp_udp_fval fv;
+	struct mmp_udp_rval rv;
+
+	if (!f->fast)
+		return;
+	/*
+	 * Only our own entries: while another thread takes the client over,
+	 * its new flow's reply entry has the same key.
+	 */
+	fwd_key(f, &fk);
+	if (f->fast_fwd && !bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie)
+		bpf_map_delete_elem(fp->fwd_fd, &fk);
+	if (f->fast_rev) {
+		rev_key(f, &rk);
+		if (!bpf_map_lookup_elem(fp->rev_fd, &rk, &rv) && rv.cookie == f->cookie)
+			bpf_map_delete_elem(fp->rev_fd, &rk);
+	}
+	bpf_map_delete_elem(fp->drain_fd, &f->cookie);
+	f->fast = f->fast_fwd = f->fast_rev = false;
+}
+
+void udp_fast_fwd_missed(struct udp_flow *f)
+{
+	if (!f->fast_fwd)
+		return;
+	f->fast_fwd = false;
+	f->fast = f->fast_rev;
+}
+
+void udp_fast_forget_client(struct udp_fast *fp, const struct udp_flow *f)
+{
+	struct mmp_udp_rkey rk;
+
+	if (!f->client.family || !one_family(f))
+		return;
+	rev_key(f, &rk);
+	bpf_map_delete_elem(fp->rev_fd, &rk);
+}
+
+/*
+ * The kernel stamps datagrams with the coarse clock, which runs up to a tick
+ * behind: a datagram stamped T arrived before T + tick. Idle timeouts count
+ * from there, so a flow is never closed before -c after its last datagram.
+ */
+static uint64_t coarse_tick_ns(void)
+{
+	static uint64_t tick;
+	struct timespec res;
+
+	if (!tick)
+		tick = clock_getres(CLOCK_MONOTONIC_COARSE, &res) ? 10000000ULL
+								   : (uint64_t)res.tv_sec * 1000000000ULL + res.tv_nsec;
+	return tick;
+}
+
+int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fast_stats *st)
+{
+	struct mmp_udp_fkey fk;
+	struct mmp_udp_rkey rk;
+	struct mmp_udp_fval fv;
+	struct mmp_udp_rval rv;
+
+	memset(st, 0, sizeof(*st));
+	if (!f->fast)
+		return -ENOENT;
+	fwd_key(f, &fk);
+	if (f->fast_fwd && !bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie) {
+		st->pkts_up = fv.pkts;
+		st->bytes_up = fv.bytes;
+		st->last_ns = fv.last_ns;
+	}
+	if (f->fast_rev) {
+		rev_key(f, &rk);
+		if (!bpf_map_lookup_elem(fp->rev_fd, &rk, &rv) && rv.cookie == f->cookie) {
+			st->pkts_down = rv.pkts;
+			st->bytes_down = rv.bytes;
+			if (rv.last_ns > st->last_ns)
+				st->last_ns = rv.last_ns;
+		}
+	}
+	if (st->last_ns) {
+		struct timespec now;
+		uint64_t now_ns;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		now_ns = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
+		st->last_ns += coarse_tick_ns();
+		if (st->last_ns > now_ns)
+			st->last_ns = now_ns; /* never in the future: idle time is now - last */
+	}
+	return 0;
+}

@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The forward path of the UDP relay: load balancer -> upstream.
+ *
+ * recvmmsg up to UDP_BATCH datagrams from the listen socket, classify each,
+ * stage its payload on its flow, then per flow send the staged payloads in
+ * arrival order: runs of equal-sized payloads as one UDP_SEGMENT (GSO) send,
+ * the rest with one sendmmsg. A GSO train crosses the stack once and is split
+ * on delivery, which is what makes it cheaper than one send per datagram.
+ * A kernel that refuses UDP_SEGMENT for the path (EINVAL, EMSGSIZE: over the
+ * path MTU; EIO: no checksum offload) gets the datagrams one by one, and
+ * that flow stops trying GSO.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include "lib/log.h"
+#include "lib/policy.h"
+#include "lib/sockaddr.h"
+#include "udp/udp_classify.h"
+#include "udp/udp_fast.h"
+#include "udp/udp_rx.h"
+#include "udp/udp_worker.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+/* Listen-socket reads per wakeup before the loop looks at replies and timers again. */
+#define LISTEN_ROUNDS 4
+
+static const char *hint_for(enum mmp_udp_counter c)
+{
+	switch (c) {
+	case MMP_UDP_CNT_drop_not_allowed:
+		return "add its subnet to the -a file if it is your load balancer";
+	case MMP_UDP_CNT_drop_no_header:
+		return "is the load balancer configured for this --udp-header?";
+	case MMP_UDP_CNT_drop_no_flow:
+		return "a flow starts with a header; it may have closed after -c seconds idle";
+	case MMP_UDP_CNT_drop_bad_client:
+		return "the load balancer named a client address that cannot be used";
+	case MMP_UDP_CNT_drop_too_big:
+		return "over 64 KiB";
+	default:
+		return "is the load balancer sending PROXY v2 DGRAM or SPP headers? check --udp-header";
+	}
+}
+
+static void stage(struct udp_worker *w, struct udp_flow *f, const uint8_t *p, uint32_t len)
+{
+	int idx;
+
+	if (w->nstage == UDP_STAGE_MAX)
+		udp_relay_flush_forward(w);
+	idx = w->nstage++;
+	w->stage[idx] = (struct udp_stage){ .p = p, .len = len, .next = -1 };
+	if (f->stage_tail < 0) {
+		f->stage_head = idx;
+		f->staged_next = w->staged;
+		w->staged = f;
+	} else {
+		w->stage[f->stage_tail].next = idx;
+	}
+	f->stage_tail = idx;
+	udp_ft_touch(&w->ft, f, w->now_ns);
+}
+
+static void fwd_sent(struct udp_worker *w, struct udp_flow *f, uint32_t dgrams, uint64_t bytes)
+{
+	f->pkts_up += dgrams;
+	f->bytes_up += bytes;
+	udp_cnt_add(w, MMP_UDP_CNT_fwd_dgrams, dgrams);
+	udp_cnt_add(w, MMP_UDP_CNT_fwd_bytes, bytes);
+}
+
+static void fwd_failed(struct udp_worker *w, struct udp_flow *f, uint32_t dgrams, int err)
+{
+	char t[MMP_ADDRSTRLEN];
+
+	udp_cnt_add(w, MMP_UDP_CNT_drop_fwd_send, dgrams);
+	if (mmp_verbosity >= MMP_LOG_CONN && udp_rl_allow(&w->rl[MMP_UDP_CNT_drop_fwd_send], w->now_ns))
+		pr_conn("dropped %u datagram(s) from %s: sending to upstream %s failed: %s%s", dgrams,
+			udp_ep_fmt(&f->lb, (char[MMP_ADDRSTRLEN]){ 0 }),
+			mmp_fmt_addr((const struct sockaddr *)f->target, t), strerror(err),
+			err == ECONNREFUSED ? " (is the upstream running?)"
+			: err == EAGAIN || err == ENOBUFS ? " (the upstream is not keeping up)"
+							  : "");
+}
+
+/* Send msgs[0..n) on f's connected socket. */
+static void fwd_sendmmsg(struct udp_worker *w, struct udp_flow *f, struct mmsghdr *msgs, int n)
+{
+	int i = 0;
+
+	while (i < n) {
+		int ret = sendmmsg(f->fd, msgs + i, n - i, MSG_DONTWAIT);
+
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0) {
+			/* msgs[i] failed; the rest may still go. */
+			fwd_failed(w, f, 1, errno);
+			i++;
+			continue;
+		}
+		for (int k = i; k < i + ret; k++)
+			fwd_sent(w, f, 1, msgs[k].msg_len);
+		i += ret;
+	}
+}
+
+/*
+ * One GSO train: segs payloads from stage index first, every one size bytes
+ * but the last. Returns 0, or -1 when the kernel refused it: send them singly.
+ */
+static int fwd_gso(struct udp_worker *w, struct udp_flow *f, int first, int segs, uint16_t size)
+{
+	char ctl[CMSG_SPACE(sizeof(uint16_t))] = { 0 };
+	struct iovec iov = { .iov_base = w->gso_buf };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	int i = first;
+
+	for (int k = 0; k < segs; k++, i = w->stage[i].next) {
+		memcpy(w->gso_buf + iov.iov_len, w->stage[i].p, w->stage[i].len);
+		iov.iov_len += w->stage[i].len;
+	}
+	c->cmsg_level = SOL_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	memcpy(CMSG_DATA(c), &size, sizeof(size));
+	while (sendmsg(f->fd, &mh, MSG_DONTWAIT) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EINVAL || errno == EMSGSIZE || errno == EIO || errno == EOPNOTSUPP) {
+			f->no_gso_up = true;
+			return -1;
+		}
+		fwd_failed(w, f, segs, errno);
+		return 0;
+	}
+	fwd_sent(w, f, segs, iov.iov_len);
+	return 0;
+}
+
+/*
+ * The length of the GSO run starting at stage index i: payloads of i's size,
+ * possibly ending with one shorter payload, within the kernel's limits.
+ * *end gets the index after the run.
+ */
+static int run_length(const struct udp_stage *st, int i, int *end)
+{
+	uint32_t size = st[i].len, total = 0;
+	int segs = 0;
+
+	while (i >= 0 && segs < UDP_MAX_SEGS && st[i].len <= size && total + st[i].len <= UDP_MAX_PAYLOAD) {
+		bool shorter = st[i].len < size;
+
+		total += st[i].len;
+		segs++;
+		i = st[i].next;
+		if (shorter)
+			break;
+	}
+	*end = i;
+	return segs;
+}
+
+static void fwd_flow(struct udp_worker *w, struct udp_flow *f)
+{
+	struct mmsghdr msgs[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+	int i = f->stage_head, n = 0;
+
+	while (i >= 0) {
+		int end, segs = 0;
+
+		if (!f->no_gso_up && w->stage[i].len)
+			segs = run_length(w->stage, i, &end);
+		if (segs >= 2) {
+			if (n) /* what came first goes first */
+				fwd_sendmmsg(w, f, msgs, n);
+			n = 0;
+			if (!fwd_gso(w, f, i, segs, (uint16_t)w->stage[i].len)) {
+				i = end;
+				continue;
+			}
+		}
+		iov[n] = (struct iovec){ .iov_base = (void *)w->stage[i].p, .iov_len = w->stage[i].len };
+		msgs[n] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[n], .msg_iovlen = 1 } };
+		if (++n == UDP_BATCH) {
+			fwd_sendmmsg(w, f, msgs, n);
+			n = 0;
+		}
+		i = w->stage[i].next;
+	}
+	if (n)
+		fwd_sendmmsg(w, f, msgs, n);
+}
+
+void udp_relay_flush_forward(struct udp_worker *w)
+{
+	struct udp_flow *f = w->staged, *next;
+
+	for (; f; f = next) {
+		next = f->staged_next;
+		fwd_flow(w, f);
+		f->staged_next = NULL;
+		f->stage_head = f->stage_tail = -1;
+	}
+	w->staged = NULL;
+	w->nstage = 0;
+}
+
+/*
+ * An LB that keeps sending headers the program leaves alone (TLVs, an IPv6
+ * form) would stop the kernel on every datagram: after this many re-arms
+ * the flow stays in userspace.
+ */
+#define MAX_STALE_REARMS 8
+
+/*
+ * What the fast path told us with the datagram's mark: DRAIN, count it for
+ * the hand-over; STALE, the kernel stopped on another header: re-arm the
+ * entry once userspace has dealt with this one (udp_flows_to_kernel).
+ */
+static void fast_mark(struct udp_worker *w, struct udp_flow *f, uint32_t mark, int ifindex)
+{
+	bool was_fast = f->fast;
+
+	if ((mark & MMP_UDP_MARK_DRAIN_MASK) == MMP_UDP_MARK_DRAIN) {
+		udp_flow_drained(w, f, false, MMP_UDP_MARK_DRAIN_SEQ(mark));
+		return;
+	}
+	if (mark != MMP_UDP_MARK_STALE || !f->fast_fwd)
+		return;
+	udp_fast_fwd_missed(f);
+	if (was_fast && !f->fast)
+		udp_cnt_sub(w, MMP_UDP_CNT_flows_fast, 1);
+	if (++f->stale_rearms <= MAX_STALE_REARMS)
+		udp_flow_want_kernel(w, f, ifindex);
+}
+
+/* One datagram (or GRO segment) from load balancer lb. */
+static void on_dgram(struct udp_worker *w, const uint8_t *p, uint32_t len, const struct udp_ep *lb,
+		     const struct sockaddr_storage *lb_sa, socklen_t lb_salen, const struct udp_ep *local, int ifindex,
+		     uint32_t mark)
+{
+	struct udp_flow *f = udp_ft_by_lb(&w->ft, lb), *g;
+	struct udp_dgram_info info;
+	struct udp_ep client;
+
+	udp_cnt_add(w, MMP_UDP_CNT_rx_dgrams, 1);
+	udp_cnt_add(w, MMP_UDP_CNT_rx_bytes, len);
+	udp_classify(w->cfg->udp_header, p, len, f != NULL, &info);
+	switch (info.kind) {
+	case UDP_K_DROP:
+		udp_drop(w, info.drop, lb, info.why, hint_for(info.drop));
+		return;
+	case UDP_K_PAYLOAD:
+		if (f)
+			break;
+		if (!mmp_policy_allowed(w->sh->policy, (const struct sockaddr *)lb_sa))
+			goto not_allowed;
+		if (info.sig_prefix)
+			udp_drop(w, MMP_UDP_CNT_drop_truncated, lb, "PROXY v2 signature cut short",
+				 hint_for(MMP_UDP_CNT_drop_truncated));
+		else
+			udp_drop(w, MMP_UDP_CNT_drop_no_flow, lb, "no header and no flow for this load-balancer ip:port",
+				 hint_for(MMP_UDP_CNT_drop_no_flow));
+		return;
+	case UDP_K_LOCAL:
+		if (f && f->format == MMP_UDP_FMT_LOCAL)
+			break;
+		goto slow;
+	case UDP_K_V2:
+		udp_ep_from_sa(&client, (const struct sockaddr *)&info.client);
+		if (f && f->format == MMP_UDP_FMT_V2 && udp_ep_eq(&f->client, &client))
+			break;
+		goto slow;
+	case UDP_K_SPP:
+		udp_ep_from_sa(&client, (const struct sockaddr *)&info.client);
+		g = udp_ft_by_client(&w->ft, &client);
+		if (g && g->format == MMP_UDP_FMT_SPP && udp_ep_eq(&g->lb, lb)) {
+			/* Replies carry the client's latest header (the proxy address may change). */
+			if (memcmp(g->spp_hdr, p, SPP_HEADER_LEN)) {
+				memcpy(g->spp_hdr, p, SPP_HEADER_LEN);
+				if (g->fast_rev)
+					udp_fast_spp_header(w->sh->fast, g);
+			}
+			f = g;
+			break;
+		}
+		/* An LB ip:port with a v2 flow, or an SPP flow elsewhere, has passed the policy check. */
+		if (!f && !(g && udp_ep_eq(&g->lb, lb)) &&
+		    !mmp_policy_allowed(w->sh->policy, (const struct sockaddr *)lb_sa))
+			goto not_allowed;
+		f = udp_flow_for_header(w, &info, lb, lb_sa, lb_salen, local, ifindex, p);
+		if (!f)
+			return;
+		break;
+	}
+	if (w->wildcard && !udp_ep_eq(&f->local, local))
+		f->local = *local;
+	stage(w, f, p + info.hdr_len, len - info.hdr_len);
+	if (mark)
+		fast_mark(w, f, mark, ifindex);
+	return;
+slow:
+	if (!f && !mmp_policy_allowed(w->sh->policy, (const struct sockaddr *)lb_sa))
+		goto not_allowed;
+	f = udp_flow_for_header(w, &info, lb, lb_sa, lb_salen, local, ifindex, p);
+	if (!f)
+		return;
+	stage(w, f, p + info.hdr_len, len - info.hdr_len);
+	if (mark)
+		fast_mark(w, f, mark, ifindex);
+	return;
+not_allowed:
+	udp_drop(w, MMP_UDP_CNT_drop_not_allowed, lb, "source not allowed by the allowed-subnets file",
+		 hint_for(MMP_UDP_CNT_drop_not_allowed));
+}
+
+static void on_listen_msg(struct udp_worker *w, int i)
+{
+	struct msghdr *mh = &w->rx.msgs[i].msg_hdr;
+	const uint8_t *p = w->rx.iov[i].iov_base;
+	uint32_t len = w->rx.msgs[i].msg_len;
+	struct udp_ep lb, local = w->listen_ep;
+	uint32_t mark;
+	int gso, ifindex;
+
+	udp_ep_from_sa(&lb, (const struct sockaddr *)&w->rx.names[i]);
+	gso = udp_rx_cmsgs(mh, w->wildcard ? &local : NULL, &ifindex, &mark);
+	local.port = w->listen_ep.port;
+	if (mh->msg_flags & MSG_TRUNC) {
+		udp_cnt_add(w, MMP_UDP_CNT_rx_dgrams, 1);
+		udp_drop(w, MMP_UDP_CNT_drop_too_big, &lb, "datagram larger than the receive buffer",
+			 hint_for(MMP_UDP_CNT_drop_too_big));
+		return;
+	}
+	if (gso <= 0 || (uint32_t)gso >= len) {
+		on_dgram(w, p, len, &lb, &w->rx.names[i], mh->msg_namelen, &local, ifindex, mark);
+		return;
+	}
+	/* A GRO train from one LB ip:port: every segment is a datagram with its own header. */
+	for (uint32_t off = 0; off < len; off += gso)
+		on_dgram(w, p + off, len - off < (uint32_t)gso ? len - off : (uint32_t)gso, &lb, &w->rx.names[i],
+			 mh->msg_namelen, &local, ifindex, mark);
+}
+
+void udp_relay_listen(struct udp_worker *w)
+{
+	for (int round = 0; round < LISTEN_ROUNDS; round++) {
+		int n = udp_rx_batch(w->listen_fd, &w->rx, 0, UDP_BATCH);
+
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				pr_conn("udp listener %d: receive failed: %s", w->id, strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			on_listen_msg(w, i);
+		udp_relay_flush_forward(w);
+		if (n < UDP_BATCH)
+			break;
+	}
+	/* New and moved flows go to the kernel once their first datagrams are sent. */
+	if (w->to_kernel)
+		udp_flows_to_kernel(w);
+}
+

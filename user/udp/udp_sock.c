@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include "lib/log.h"
+#include "lib/sockaddr.h"
+#include "lib/sockinfo.h"
+#include "udp/udp_sock.h"
+#include "tcp/upstream.h"
+
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef SO_RCVMARK
+#define SO_RCVMARK 75
+#endif
+
+/* Room for a burst from many load balancers before the relay thread runs. */
+#define LISTEN_BUF_BYTES (8 << 20)
+/*
+ * An upstream answering a burst faster than the relay thread comes round
+ * overflowed the 208 KiB default (about 200 small datagrams) in tests. This
+ * is a cap, not an allocation: idle flows cost nothing.
+ */
+#define UPSTREAM_RCVBUF_BYTES (1 << 20)
+
+static bool is_wildcard(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+static void grow_buffers(int fd, int bytes)
+{
+	/* FORCE works as root past rmem_max/wmem_max; otherwise take what the sysctl allows. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+}
+
+int udp_listen_socket(const struct sockaddr *addr, bool fast, bool *wildcard)
+{
+	char a[MMP_ADDRSTRLEN];
+	const char *what;
+	int one = 1, fd, err;
+
+	*wildcard = is_wildcard(addr);
+	what = "socket";
+	fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		goto fail_nofd;
+	}
+	what = "SO_REUSEADDR/SO_REUSEPORT";
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto fail;
+	if (*wildcard || fast) {
+		what = "IP_PKTINFO";
+		/* On a dual-stack [::] socket IPV6_RECVPKTINFO also reports IPv4 (mapped) destinations. */
+		if (addr->sa_family == AF_INET ? setsockopt(fd, SOL_IP, IP_PKTINFO, &one, sizeof(one))
+					       : setsockopt(fd, SOL_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)))
+			goto fail;
+	}
+	if (fast) {
+		what = "SO_RCVMARK";
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVMARK, &one, sizeof(one)))
+			goto fail;
+	} else {
+		/* Coalesced datagrams from one load balancer ip:port arrive as one read; optional. */
+		setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	}
+	grow_buffers(fd, LISTEN_BUF_BYTES);
+	what = "bind";
+	if (bind(fd, addr, mmp_sockaddr_len(addr)))
+		goto fail;
+	return fd;
+fail:
+	err = -errno;
+	close(fd);
+fail_nofd:
+	pr_err("failed to listen on udp %s: %s failed: %s%s", mmp_fmt_addr(addr, a), what, strerror(-err),
+	       err == -EADDRINUSE ? " (another process holds the port without SO_REUSEPORT: stop it or change -l)"
+	       : err == -EADDRNOTAVAIL ? " (the address is not configured on this host: change -l)"
+				       : "");
+	return err;
+}
+
+int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, bool rcvmark,
+			uint64_t *cookie, const char **what)
+{
+	int one = 1, rcvbuf = UPSTREAM_RCVBUF_BYTES, fd, err;
+
+	*what = "socket";
+	fd = socket(target->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (mmp_spoof_bind(fd, target->sa_family, src, mark, what))
+		goto fail;
+	/* Replies the upstream sends with UDP_SEGMENT stay one read; optional. */
+	setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	*what = "SO_RCVMARK";
+	if (rcvmark && setsockopt(fd, SOL_SOCKET, SO_RCVMARK, &one, sizeof(one)))
+		goto fail;
+	*what = "connect";
+	if (connect(fd, target, mmp_sockaddr_len(target)))
+		goto fail;
+	*what = "SO_COOKIE";
+	if (mmp_sock_cookie(fd, cookie)) /* errno stays set for the unwind */
+		goto fail;
+	return fd;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}

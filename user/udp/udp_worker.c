@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A UDP listener thread: the event loop, the idle timer, and the
+ * once-a-second tick that refreshes mmp_udp_flows (with what the kernel
+ * moved) and prints the rate limiter's summaries. Flows come and go in
+ * udp_lifecycle.c.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include "core/listener_thread.h"
+#include "lib/log.h"
+#include "lib/sockaddr.h"
+#include "udp/udp_fast.h"
+#include "udp/udp_maps.h"
+#include "udp/udp_registry.h"
+#include "udp/udp_sock.h"
+#include "udp/udp_worker.h"
+
+#define MAX_EVENTS 256
+#define TICK_NS 1000000000ULL
+#define REFRESH_CHUNK 128 /* flows per batched map update */
+
+/* epoll_data.ptr tags for the fds that are not flows. */
+static char listen_tag, stop_tag, mbox_tag;
+
+static const char *const cnt_desc[MMP_UDP_CNT_MAX] = {
+#define X(name, desc) [MMP_UDP_CNT_##name] = desc,
+	MMP_UDP_COUNTERS(X)
+#undef X
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+void udp_drop(struct udp_worker *w, enum mmp_udp_counter c, const struct udp_ep *from, const char *why,
+	      const char *fix)
+{
+	char a[MMP_ADDRSTRLEN];
+	uint32_t n;
+
+	udp_cnt_add(w, c, 1);
+	if (mmp_verbosity < MMP_LOG_CONN)
+		return;
+	n = udp_rl_take_suppressed(&w->rl[c], w->now_ns);
+	if (n)
+		pr_conn("udp: %u more like the next line in the last second (%s), not logged", n, cnt_desc[c]);
+	if (udp_rl_allow(&w->rl[c], w->now_ns))
+		pr_conn("dropped datagram from %s: %s (%s)", udp_ep_fmt(from, a), why, fix);
+}
+
+/* ------------------------------------------------------------- timers -- */
+
+/*
+ * The kernel's latest datagram of fast flow f, if any is newer than what
+ * userspace saw: f takes that time, and its place in the idle list. Returns
+ * true when it did.
+ */
+static bool kernel_activity(struct udp_worker *w, struct udp_flow *f, struct udp_fast_stats *st)
+{
+	if (!f->fast || udp_fast_stats(w->sh->fast, f, st) || st->last_ns <= f->last_ns)
+		return false;
+	udp_ft_touch_at(&w->ft, f, st->last_ns);
+	return true;
+}
+
+/*
+ * Close the flows idle for -c seconds: never sooner, since last_ns is at or
+ * after the last datagram either way (the kernel's for fast flows).
+ */
+static void expire(struct udp_worker *w)
+{
+	struct udp_fast_stats st;
+	struct udp_flow *f;
+
+	while ((f = udp_ft_oldest(&w->ft)) && f->last_ns < w->now_ns && w->now_ns - f->last_ns >= w->sh->idle_ns) {
+		if (kernel_activity(w, f, &st))
+			continue;
+		udp_flow_close(w, f, MMP_UDP_CNT_flows_idle);
+	}
+}
+
+/*
+ * Write every flow active since the last refresh to mmp_udp_flows, with
+ * what the kernel moved for fast flows (two lookups each per second).
+ */
+static void refresh_map(struct udp_worker *w)
+{
+	uint64_t keys[REFRESH_CHUNK];
+	struct mmp_udp_flow vals[REFRESH_CHUNK];
+	struct udp_flow *f, *prev;
+	struct udp_fast_stats st;
+	uint32_t n = 0;
+
+	/* Newest first; a fast flow may move towards the newest end, past what was visited. */
+	for (f = w->ft.idle_tail; f; f = prev) {
+		bool fast;
+
+		prev = f->idle_prev;
+		fast = f->fast && !udp_fast_stats(w->sh->fast, f, &st);
+		if (fast && st.last_ns > f->last_ns)
+			udp_ft_touch_at(&w->ft, f, st.last_ns);
+		if (f->last_ns <= w->last_sync_ns) {
+			if (!w->sh->fast)
+				break; /* without a fast path the rest is older still */
+			continue;
+		}
+		keys[n] = f->cookie;
+		udp_flow_to_map(f, w->id, &vals[n]);
+		if (fast) {
+			vals[n].pkts_up += st.pkts_up;
+			vals[n].bytes_up += st.bytes_up;
+			vals[n].pkts_down += st.pkts_down;
+			vals[n].bytes_down += st.bytes_down;
+		}
+		if (++n == REFRESH_CHUNK) {
+			udp_maps_put_flows(w->sh->maps, keys, vals, n);
+			n = 0;
+		}
+	}
+	udp_maps_put_flows(w->sh->maps, keys, vals, n);
+	w->last_sync_ns = w->now_ns;
+}
+
+static void tick(struct udp_worker *w)
+{
+	refresh_map(w);
+	for (int c = 0; c < MMP_UDP_CNT_MAX; c++) {
+		uint32_t n = udp_rl_take_suppressed(&w->rl[c], w->now_ns);
+
+		if (n)
+			pr_conn("udp: %u more dropped datagrams in the last second (%s), not logged", n, cnt_desc[c]);
+	}
+	w->next_tick_ns = w->now_ns + TICK_NS;
+}
+
+/* Milliseconds until the next idle deadline or tick, rounded up. */
+static int next_timeout_ms(struct udp_worker *w)
+{
+	uint64_t next = w->next_tick_ns;
+	struct udp_flow *f = udp_ft_oldest(&w->ft);
+
+	if (f && f->last_ns + w->sh->idle_ns < next)
+		next = f->last_ns + w->sh->idle_ns;
+	if (next <= w->now_ns)
+		return 0;
+	return (int)((next - w->now_ns + 999999) / 1000000);
+}
+
+/* ---------------------------------------------------------- the loop -- */
+
+static void *worker_main(void *arg)
+{
+	struct udp_worker *w = arg;
+	struct epoll_event evs[MAX_EVENTS];
+
+	w->now_ns = mono_ns();
+	w->next_tick_ns = w->now_ns + TICK_NS;
+	while (!w->stopping) {
+		bool listen_ready = false, mail = false;
+		int n = epoll_wait(w->epfd, evs, MAX_EVENTS, next_timeout_ms(w));
+
+		if (n < 0 && errno != EINTR) {
+			pr_err("udp listener %d: epoll_wait failed: %s", w->id, strerror(errno));
+			break;
+		}
+		w->now_ns = mono_ns();
+		/* Replies first: flows are only closed after the replies that point at them are sent. */
+		for (int i = 0; i < n; i++) {
+			void *ptr = evs[i].data.ptr;
+
+			if (ptr == &stop_tag)
+				w->stopping = true;
+			else if (ptr == &listen_tag)
+				listen_ready = true;
+			else if (ptr == &mbox_tag)
+				mail = true;
+			else
+				udp_relay_reply(w, ptr, evs[i].events);
+		}
+		udp_relay_flush_replies(w);
+		if (listen_ready)
+			udp_relay_listen(w);
+		if (w->draining)
+			udp_flows_publish_drain(w);
+		if (mail)
+			udp_flows_take_mail(w);
+		expire(w);
+		if (w->now_ns >= w->next_tick_ns)
+			tick(w);
+	}
+	return NULL;
+}
+
+static int watch(struct udp_worker *w, int fd, void *tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+
+	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+int udp_worker_init(struct udp_worker *w, int id, struct udp_shared *sh)
+{
+	const struct sockaddr *listen = (const struct sockaddr *)&sh->cfg->listen;
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->id = id;
+	w->sh = sh;
+	w->cfg = sh->cfg;
+	w->epfd = w->listen_fd = w->stop_fd = w->mbox_fd = -1;
+	udp_ep_from_sa(&w->listen_ep, listen);
+	err = udp_ft_init(&w->ft, sh->seed);
+	if (!err)
+		err = udp_relay_alloc(w);
+	if (err) {
+		pr_err("udp listener %d: out of memory for its buffers", id);
+		return err;
+	}
+	err = mmp_listener_loop_open(&w->epfd, &w->stop_fd);
+	if (err) {
+		pr_err("udp listener %d: failed to create epoll/eventfd: %s", id, strerror(-err));
+		return err;
+	}
+	w->header_required = sh->cfg->udp_header == MMP_UDP_HDR_EVERY || sh->cfg->udp_header == MMP_UDP_HDR_SPP;
+	w->listen_fd = udp_listen_socket(listen, sh->fast != NULL, &w->wildcard);
+	if (w->listen_fd < 0)
+		return w->listen_fd;
+	err = watch(w, w->listen_fd, &listen_tag);
+	if (!err)
+		err = watch(w, w->stop_fd, &stop_tag);
+	if (!err && sh->reg) {
+		w->mbox_fd = udp_registry_mbox_fd(sh->reg, id); /* owned by the registry */
+		err = watch(w, w->mbox_fd, &mbox_tag);
+	}
+	if (err)
+		pr_err("udp listener %d: epoll_ctl failed: %s", id, strerror(-err));
+	return err;
+}
+
+int udp_worker_start(struct udp_worker *w)
+{
+	return mmp_listener_thread_start(&w->thread, worker_main, w, "udp listener", w->id);
+}
+
+void udp_worker_stop(struct udp_worker *w)
+{
+	mmp_listener_thread_stop(&w->thread, w->stop_fd, "udp listener", w->id);
+	/* Every flow: its socket, index entries, map entries and registration. */
+	udp_flows_close_all(w);
+	udp_ft_free(&w->ft);
+	udp_relay_free(w);
+	mmp_listener_fds_close(&w->listen_fd, &w->stop_fd, &w->epfd);
+}
