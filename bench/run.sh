@@ -168,7 +168,7 @@ setup_ns() {
 	NS_MADE+=("$NS")
 	in_ns "$NS" ip link set lo up
 	# Transparent proxying: answers from the upstream to a client address
-	# that is not local are delivered locally (DESIGN.md 3a item 8).
+	# that is not local are delivered locally (docs/DESIGN.md §3a item 8).
 	in_ns "$NS" ip rule add from 127.0.0.1/8 iif lo table 123
 	in_ns "$NS" ip route add local 0.0.0.0/0 dev lo table 123
 	in_ns "$NS" ip -6 rule add from ::1/128 iif lo table 123

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The tc engine's data plane: rewrite every packet of a spliced flow from one
- * TCP connection into the other (DESIGN §3b).
+ * TCP connection into the other (docs/DESIGN.md §3b).
  *
  * Attached (direct action) at lo ingress and, for a load balancer that is not
  * on this host, at ingress and egress of the interfaces that carry its

@@ -3,7 +3,7 @@
  * UDP mode in the kernel.
  *
  * Maps: mmp_udp_flows and mmp_udp_cnt are written by userspace, which
- * relays the datagrams (user/udp_forward.c, udp_reply.c), so operators see
+ * relays the datagrams (user/udp/udp_forward.c, udp_reply.c), so operators see
  * every flow with bpftool or `mmproxy-bpf stats`. max_entries of the flow
  * maps are set at load to the flow limit; NO_PREALLOC keeps an idle proxy
  * from holding that memory.

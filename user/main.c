@@ -11,15 +11,17 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <time.h>
 #include "cli/check.h"
 #include "cli/cleanup.h"
+#include "cli/options.h"
 #include "lib/config.h"
 #include "lib/log.h"
 #include "lib/policy.h"
 #include "cli/routing.h"
-#include "engine/sockmap/sockmap.h"
 #include "cli/stats.h"
-#include "engine/tc/tc_engine.h"
+#include "core/counters.h"
+#include "engine/engine.h"
 #include "udp/udp.h"
 #include "lib/sockaddr.h"
 #include "tcp/worker.h"
@@ -44,23 +46,12 @@ static void raise_nofile(void)
 		       (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_cur / 6);
 }
 
-static void log_counters(const struct mmp_counters *c)
-{
-	pr_info("totals: accepted %lu, spliced %lu (tc %lu, tc ineligible %lu, tc aborted %lu, tc short %lu, sockmap %lu, fallbacks %lu), refused source %lu, bad header %lu, header timeout %lu, upstream failed %lu, resets forwarded %lu",
-		atomic_load(&c->accepted), atomic_load(&c->spliced), atomic_load(&c->tc_flows),
-		atomic_load(&c->tc_ineligible), atomic_load(&c->tc_aborted), atomic_load(&c->tc_short), atomic_load(&c->sockmap_flows),
-		atomic_load(&c->sockmap_fallbacks), atomic_load(&c->refused_source),
-		atomic_load(&c->bad_header), atomic_load(&c->header_timeout), atomic_load(&c->upstream_failed),
-		atomic_load(&c->resets_forwarded));
-}
-
 static int run(const struct mmp_config *cfg)
 {
 	static struct mmp_counters counters;
 	struct mmp_policy *policy = NULL;
-	struct mmp_sockmap *sockmap = NULL;
-	struct mmp_tc *tc = NULL;
-	struct mmp_worker *workers;
+	struct mmp_engines engines = { 0 };
+	struct mmp_worker *workers = NULL;
 	char addr[MMP_ADDRSTRLEN];
 	sigset_t sigs;
 	int err, sig, started = 0;
@@ -86,32 +77,19 @@ static int run(const struct mmp_config *cfg)
 		goto out_policy;
 	}
 
-	/*
-	 * auto = tc for every eligible flow, splice for the others: measured
-	 * fastest here (README, Performance); sockmap is slower than splice on
-	 * this kernel, so it runs only when asked for. An engine asked for by
-	 * name that the kernel refuses is a start-up error, not a downgrade.
-	 */
-	if (cfg->engine == MMP_ENGINE_SOCKMAP) {
-		err = mmp_sockmap_open(cfg->pin_dir, cfg->max_queued, &sockmap);
-		if (err)
-			goto out_policy;
-	}
-	if (cfg->engine == MMP_ENGINE_TC || cfg->engine == MMP_ENGINE_AUTO) {
-		err = mmp_tc_open(cfg, &tc);
-		if (err && cfg->engine == MMP_ENGINE_TC)
-			goto out_policy;
-		if (err)
-			pr_err("warning: the tc engine is unavailable (see above); engine auto uses splice for every flow");
-	}
-
+	err = mmp_engines_open(cfg, &engines);
+	if (err)
+		goto out_policy;
+	err = mmp_counters_publish_open(&counters, cfg->pin_dir);
+	if (err)
+		goto out_engines;
 	workers = calloc(cfg->listeners, sizeof(*workers));
 	if (!workers) {
 		err = -ENOMEM;
-		goto out_policy;
+		goto out_counters;
 	}
 	for (int i = 0; i < cfg->listeners; i++) {
-		err = mmp_worker_init(&workers[i], i, cfg, policy, sockmap, tc, &counters);
+		err = mmp_worker_init(&workers[i], i, cfg, policy, &engines, &counters);
 		started = i + 1; /* initialised, so mmp_worker_stop can free it */
 		if (err)
 			goto out_workers;
@@ -122,24 +100,31 @@ static int run(const struct mmp_config *cfg)
 			goto out_workers;
 	}
 	pr_info("listening on %s with %d listeners, engine %s; IPv4 upstream %s, IPv6 upstream %s",
-		mmp_fmt_addr((const void *)&cfg->listen, addr), cfg->listeners,
-		sockmap ? "sockmap" : tc ? "tc (splice for ineligible flows)" : "splice",
+		mmp_fmt_addr((const void *)&cfg->listen, addr), cfg->listeners, mmp_engines_describe(&engines),
 		mmp_fmt_addr((const void *)&cfg->target4, (char[MMP_ADDRSTRLEN]){ 0 }),
 		mmp_fmt_addr((const void *)&cfg->target6, (char[MMP_ADDRSTRLEN]){ 0 }));
 
-	do {
-		err = sigwait(&sigs, &sig);
-	} while (err == EINTR);
+	/* Until a signal: the totals to mmp_tcp_cnt once a second, for stats. */
+	for (;;) {
+		struct timespec second = { .tv_sec = 1 };
+
+		mmp_counters_publish(&counters);
+		sig = sigtimedwait(&sigs, NULL, &second);
+		if (sig > 0)
+			break;
+	}
 	pr_info("received %s: closing listeners and connections", strsignal(sig));
 	err = 0;
 out_workers:
 	for (int i = 0; i < started; i++)
 		mmp_worker_stop(&workers[i]);
 	free(workers);
-	log_counters(&counters);
+	mmp_counters_log(&counters);
+out_counters:
+	mmp_counters_publish_close(&counters);
+out_engines:
+	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
-	mmp_tc_close(tc, !cfg->detach);
-	mmp_sockmap_close(sockmap);
 	mmp_policy_close(policy);
 	return err;
 }
@@ -151,10 +136,14 @@ int main(int argc, char **argv)
 	if (mmp_config_parse(argc, argv, &cfg))
 		return 2;
 	mmp_log_setup_libbpf();
+	if (cfg.help) {
+		mmp_usage(stdout, cfg.command);
+		return 0;
+	}
 
 	switch (cfg.command) {
 	case MMP_CMD_HELP:
-		mmp_usage(stdout);
+		mmp_usage(stdout, MMP_CMD_HELP);
 		return 0;
 	case MMP_CMD_VERSION:
 		printf("mmproxy-bpf %s\n", MMP_VERSION);

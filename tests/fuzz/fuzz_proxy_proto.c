@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target for the PROXY protocol parser (user/proxy_proto.c).
+ * libFuzzer target for the PROXY protocol parser (user/proto/proxy_proto.c).
  *
  * Built straight from the sources with -fsanitize=fuzzer,address,undefined
  * (see tests/unit/unit.mk). Besides memory safety it checks the contract of

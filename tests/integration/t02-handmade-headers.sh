@@ -5,7 +5,7 @@
 # IPv6 load-balancer connection, and v2 LOCAL.
 # The claimed clients use TEST-NET addresses (203.0.113.0/24, 2001:db8:2::/64)
 # which exist nowhere: the transparent routing delivers the upstream's
-# replies to them back to the proxy (DESIGN §3a item 8).
+# replies to them back to the proxy (docs/DESIGN.md §3a item 8).
 source "$(dirname "$0")/lib.sh"
 t_setup t02
 p="" # client ports, set by next_port
@@ -56,7 +56,7 @@ hdr_case "4c' v1 TCP6 ::ffff:203.0.113.9 -> IPv4 upstream as 203.0.113.9" "127.0
 hdr_case "4e v2 LOCAL -> unspoofed, upstream sees 127.0.0.1" "127.0.0.1:$PROXY_PORT" 4 127.0.0.1 '*' \
 	--pp2-local
 
-# Regression (DESIGN §3a item 8): a client ip:port reused while the proxy's
+# Regression (docs/DESIGN.md §3a item 8): a client ip:port reused while the proxy's
 # previous upstream socket from it is in TIME_WAIT. bind() fails with
 # EADDRINUSE without SO_REUSEADDR, and a prototype then fell back silently to
 # connecting from its own address. The upstream must see the client again

@@ -5,7 +5,7 @@
 # shutdown(SHUT_WR), read and hash everything until EOF. Each end prints the
 # sha256 of what it sent and of what it received; they must match crosswise.
 #
-# Regression (DESIGN §3a item 5): forwarding a FIN as soon as EPOLLRDHUP fired,
+# Regression (docs/DESIGN.md §3a item 5): forwarding a FIN as soon as EPOLLRDHUP fired,
 # while redirected bytes were still queued, truncated a 64 MiB transfer at
 # 6 MB. Case 5a catches it on the client->upstream direction, 5b on the other.
 source "$(dirname "$0")/lib.sh"

@@ -36,7 +36,7 @@ seg_case() {
 	case_end
 }
 
-# Regression (DESIGN §3a items 1 and 4): with the sockmap engine a request
+# Regression (docs/DESIGN.md §3a items 1 and 4): with the sockmap engine a request
 # that arrived in the same segment as the header sat in the socket queue
 # until the next packet (forever, for a client waiting for the answer) unless
 # the socket was kicked after insertion; and a header consumed with recv()

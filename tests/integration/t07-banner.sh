@@ -6,7 +6,7 @@
 # sends the header by itself) until it has the whole banner, which must arrive
 # within 1 s; then a request must be echoed as usual.
 #
-# Regression (DESIGN §3a item 4): with the sockmap engine, bytes queued on a
+# Regression (docs/DESIGN.md §3a item 4): with the sockmap engine, bytes queued on a
 # socket before it was inserted into the SOCKHASH are only processed when
 # something else arrives (a "kick"). The banner often reaches the proxy's
 # upstream socket before the hand-off, and nothing else arrives from that side:

@@ -9,7 +9,7 @@
 # the rest, checking every byte against the client's stream (--verify-seed).
 # During the stall the client keeps trying to send.
 #
-# Why (DESIGN §3a item 7): the kernel's redirect path has no backpressure. The
+# Why (docs/DESIGN.md §3a item 7): the kernel's redirect path has no backpressure. The
 # verdict reopens the client's window at once and queues the skb on the
 # upstream socket's psock, unaccounted; a prototype held 1.1 GB after 3 s.
 # The engine bounds what is in flight toward the peer with --max-queued

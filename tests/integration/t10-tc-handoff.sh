@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t10: the tc engine's hand-off (HOLD -> FREEZE -> SPLICE, DESIGN §3b) while
+# t10: the tc engine's hand-off (HOLD -> FREEZE -> SPLICE, docs/DESIGN.md §3b) while
 # both directions are streaming, 200 times over IPv4 and 50 times over IPv6,
 # every byte checked.
 #

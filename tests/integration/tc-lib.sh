@@ -4,7 +4,7 @@
 # (t10-t15). Source it after lib.sh. Not a test file itself (run-all.sh only
 # runs tNN-*.sh).
 #
-# The tc engine (issue 5, DESIGN §3b) keeps per-flow state in pinned maps
+# The tc engine (issue 5, docs/DESIGN.md §3b) keeps per-flow state in pinned maps
 # (mmp_tc_tuples, mmp_tc_flows, mmp_tc_stats, mmp_tc_counters) and attaches
 # TC filters with handle 0x4d4d and priority 0x4d4d (= pref 19789) to lo
 # egress and, with --iface, to the ingress and egress of those interfaces.
@@ -135,7 +135,7 @@ tc_totals() {
 	line=$(grep -m1 'totals: accepted' "${1:-$MMP_LOG}" 2>/dev/null) || return 1
 	TOT_ACCEPTED=$(sed -n 's/.*accepted \([0-9]*\).*/\1/p' <<<"$line")
 	TOT_SPLICED=$(sed -n 's/.*spliced \([0-9]*\).*/\1/p' <<<"$line")
-	TOT_TC=$(sed -n 's/.*(tc \([0-9]*\).*/\1/p' <<<"$line")
+	TOT_TC=$(sed -n 's/.*[ (]tc \([0-9][0-9]*\).*/\1/p' <<<"$line")
 	TOT_TC_INELIGIBLE=$(sed -n 's/.*tc ineligible \([0-9]*\).*/\1/p' <<<"$line")
 	TOT_TC_ABORTED=$(sed -n 's/.*tc aborted \([0-9]*\).*/\1/p' <<<"$line")
 	TOT_TC_SHORT=$(sed -n 's/.*tc short \([0-9]*\).*/\1/p' <<<"$line")

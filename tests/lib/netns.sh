@@ -24,7 +24,7 @@
 #
 # Processes: proc_start runs a command inside a namespace with
 # `nsenter --net=/run/netns/NAME` (not `ip netns exec`, which remounts /sys in
-# a new mount namespace and so hides bpffs pins, DESIGN §3a item 9). nsenter
+# a new mount namespace and so hides bpffs pins, docs/DESIGN.md §3a item 9). nsenter
 # execs the command, so the PID we get is the command's own PID (the one
 # /proc/PID/fd is read from). Processes are stopped by PID only.
 
@@ -67,7 +67,7 @@ tmpdir_create() {
 	printf -v "$1" '%s' "$__d"
 }
 
-# bpffs_ensure: mount bpffs on /sys/fs/bpf when it is missing (DESIGN §3a 9).
+# bpffs_ensure: mount bpffs on /sys/fs/bpf when it is missing (docs/DESIGN.md §3a 9).
 # It is left mounted afterwards: it is where mmproxy-bpf pins by default.
 bpffs_ensure() {
 	mountpoint -q /sys/fs/bpf && return 0
@@ -105,7 +105,7 @@ topo_create() {
 }
 
 # topo_transparent_routing NS [TABLE]: the routing a transparent proxy needs
-# inside NS (DESIGN §3a item 8). The upstream answers the spoofed client
+# inside NS (docs/DESIGN.md §3a item 8). The upstream answers the spoofed client
 # address from 127.0.0.1 / ::1; these rules deliver those replies locally, to
 # the proxy's IP_TRANSPARENT socket. Without them the upstream's SYN-ACK is
 # routed away and connect() hangs.

@@ -416,7 +416,7 @@ static size_t unescape(const char *s, uint8_t *out, size_t cap)
  *   - then shutdown(SHUT_WR);
  *   - read and hash everything until EOF.
  * Done when both directions are finished. Never drops data when a write
- * would block (DESIGN §5: an upstream that did skewed a measurement).
+ * would block (docs/DESIGN.md §5: an upstream that did skewed a measurement).
  */
 #define XFER_CHUNK (64 * 1024)
 

@@ -3,7 +3,7 @@
  * What the tc tests (test_tc_rewrite.c, test_tc_packet.c) need to lay out
  * fixture packets by hand and to check their checksums: big-endian field
  * access and an RFC 1071 sum written independently of the project's own
- * (user/tc_packet.c), so that a bug there cannot hide in both.
+ * (user/engine/tc/tc_packet.c), so that a bug there cannot hide in both.
  */
 #ifndef MMP_TESTS_TC_FIXTURES_H
 #define MMP_TESTS_TC_FIXTURES_H

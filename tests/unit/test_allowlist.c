@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* cmocka tests for the allowed-subnets file parser (user/allowlist.c). */
+/* cmocka tests for the allowed-subnets file parser (user/proto/allowlist.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* cmocka tests for the command line (user/config.c): go-mmproxy compatibility. */
+/* cmocka tests for the command line (user/cli/options.c): go-mmproxy compatibility, per-command options. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include "cli/options.h"
 #include "lib/config.h"
 #include "lib/log.h"
 
@@ -77,6 +78,8 @@ static void test_subcommands(void **state)
 	char *check[] = { "mmproxy-bpf", "check", NULL };
 	char *setup[] = { "mmproxy-bpf", "setup-routing", "--table", "100", NULL };
 	char *help[] = { "mmproxy-bpf", "--help", NULL };
+	char *stats_help[] = { "mmproxy-bpf", "stats", "--help", NULL };
+	char *cleanup[] = { "mmproxy-bpf", "cleanup", "--pin-dir", "/sys/fs/bpf/x", "-v", "1", NULL };
 	struct mmp_config cfg;
 
 	assert_int_equal(mmp_config_parse(ARGC(check), check, &cfg), 0);
@@ -86,11 +89,16 @@ static void test_subcommands(void **state)
 	assert_int_equal(cfg.route_table, 100);
 	assert_int_equal(mmp_config_parse(ARGC(help), help, &cfg), 0);
 	assert_int_equal(cfg.command, MMP_CMD_HELP);
+	assert_int_equal(mmp_config_parse(ARGC(stats_help), stats_help, &cfg), 0);
+	assert_int_equal(cfg.command, MMP_CMD_STATS);
+	assert_true(cfg.help);
+	assert_int_equal(mmp_config_parse(ARGC(cleanup), cleanup, &cfg), 0);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/x");
 }
 
 static void test_bad_values(void **state)
 {
-	char *cases[][4] = {
+	char *cases[][5] = {
 		{ "mmproxy-bpf", "-l", "1.2.3.4", NULL }, /* no port */
 		{ "mmproxy-bpf", "-l", "1.2.3.4:70000", NULL },
 		{ "mmproxy-bpf", "-4", "[::1]:443", NULL }, /* IPv6 given to -4 */
@@ -105,6 +113,12 @@ static void test_bad_values(void **state)
 		{ "mmproxy-bpf", "frobnicate", NULL },
 		{ "mmproxy-bpf", "--bogus", NULL },
 		{ "mmproxy-bpf", "-l", NULL }, /* missing value */
+		/* Each command takes only its own options (regression: cleanup --engine tc was accepted). */
+		{ "mmproxy-bpf", "cleanup", "--engine", "tc" },
+		{ "mmproxy-bpf", "stats", "-l", "1.2.3.4:1" },
+		{ "mmproxy-bpf", "setup-routing", "--pin-dir", "/x" },
+		{ "mmproxy-bpf", "version", "--listeners", "2" },
+		{ "mmproxy-bpf", "check", "--detach", NULL },
 	};
 	struct mmp_config cfg;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests for the PROXY protocol parser (user/proxy_proto.c) and CRC32C
- * (user/crc32c.c), after HAProxy's doc/proxy-protocol.txt.
+ * Unit tests for the PROXY protocol parser (user/proto/proxy_proto.c) and CRC32C
+ * (user/proto/crc32c.c), after HAProxy's doc/proxy-protocol.txt.
  *
  * Most cases live in one table, each run as its own named cmocka test; the
  * exhaustive loops (every v2 command nibble, every fam/transport byte, every

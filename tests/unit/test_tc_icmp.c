@@ -3,7 +3,7 @@
  * cmocka tests for the tc engine's ICMP error translation (bpf/tc_icmp.h),
  * run through BPF_PROG_TEST_RUN with hand-built fixture packets.
  *
- * Each case loads a fresh skeleton, fills the maps as user/tc_engine.c leaves
+ * Each case loads a fresh skeleton, fills the maps as user/engine/tc/tc_handoff.c leaves
  * them after the switch (the UP and DOWN tuples, a SPLICE flow), runs one
  * Ethernet + IP + ICMP error quoting a conn1 segment through mmp_tc_ingress
  * (or mmp_tc_egress), and compares the result byte by byte with an error

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cmocka tests for the tc engine's hand-built window updates
- * (user/tc_packet.c): mmp_tc_build_ack for IPv4 and IPv6, with and without
+ * (user/engine/tc/tc_packet.c): mmp_tc_build_ack for IPv4 and IPv6, with and without
  * timestamps, checked field by field against a packet laid out here, and
  * with both checksums verified by the tests' own RFC 1071 code (tc_fixtures.c).
  */

@@ -4,7 +4,7 @@
  * BPF_PROG_TEST_RUN with hand-built fixture packets.
  *
  * Each case loads a fresh skeleton (no attach), fills mmp_tc_tuples,
- * mmp_tc_flows and mmp_tc_stats the way user/tc_engine.c does, runs one or
+ * mmp_tc_flows and mmp_tc_stats the way user/engine/tc/tc_handoff.c does, runs one or
  * more Ethernet + IPv4/IPv6 + TCP packets through mmp_tc_egress (or
  * mmp_tc_ingress) and compares the output byte by byte with a packet built
  * independently from the expected field values. Checksums are verified with
@@ -1265,7 +1265,7 @@ static void fill_dir(struct mmp_tc_dir *d, const struct dir_cfg *c, uint8_t fami
 	d->redirect_ingress = c->redirect_ingress;
 }
 
-/* The map contents mmp_tc_begin and the switch write (user/tc_engine.c). */
+/* The map contents mmp_tc_begin and the switch write (user/engine/tc/tc_handoff.c). */
 static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 {
 	int tuples = bpf_map__fd(skel->maps.mmp_tc_tuples);

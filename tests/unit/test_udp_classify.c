@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cmocka tests for datagram classification (user/udp_classify.c): every
+ * cmocka tests for datagram classification (user/udp/udp_classify.c): every
  * --udp-header mode against every kind of datagram, table-driven. Each bad
  * class must land in its own drop counter.
  */

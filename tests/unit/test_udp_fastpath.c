@@ -5,7 +5,7 @@
  * forward (header stripped) and reply (SPP header inserted).
  *
  * Each case loads a fresh skeleton (no attach), writes one mmp_udp_fwd or
- * mmp_udp_rev entry the way user/udp_fast.c does, runs one Ethernet + IP +
+ * mmp_udp_rev entry the way user/udp/fast/udp_fast.c does, runs one Ethernet + IP +
  * UDP packet with a correct checksum through mmp_udp_ingress, and compares
  * the output byte by byte with a packet built independently from the
  * expected fields, checksums computed by this file's own code.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* cmocka tests for the Cloudflare SPP codec (user/udp_spp.c). */
+/* cmocka tests for the Cloudflare SPP codec (user/proto/udp_spp.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

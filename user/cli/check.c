@@ -11,6 +11,7 @@
 #include "mmp_maps.h"
 #include "lib/policy.h"
 #include "cli/routing.h"
+#include "lib/lo_sysctls.h"
 #include "lib/sockaddr.h"
 
 #define PROBE_TIMEOUT_MS 1000

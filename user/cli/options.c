@@ -7,6 +7,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <unistd.h>
+#include "cli/options.h"
 #include "lib/config.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
@@ -29,80 +30,152 @@ enum long_only_opts {
 	OPT_HELP,
 };
 
-static const struct option long_opts[] = {
-	{ "listen-addr", required_argument, NULL, 'l' },
-	{ "ipv4", required_argument, NULL, '4' },
-	{ "ipv6", required_argument, NULL, '6' },
-	{ "allowed-subnets", required_argument, NULL, 'a' },
-	{ "close-after", required_argument, NULL, 'c' },
-	{ "protocol", required_argument, NULL, 'p' },
-	{ "mark", required_argument, NULL, 'm' },
-	{ "verbose", required_argument, NULL, 'v' },
-	{ "listeners", required_argument, NULL, OPT_LISTENERS },
-	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "engine", required_argument, NULL, OPT_ENGINE },
-	{ "pin-dir", required_argument, NULL, OPT_PIN_DIR },
-	{ "table", required_argument, NULL, OPT_TABLE },
-	{ "max-queued", required_argument, NULL, OPT_MAX_QUEUED },
-	{ "udp-header", required_argument, NULL, OPT_UDP_HEADER },
-	{ "iface", required_argument, NULL, OPT_IFACE },
-	{ "tc-max-flows", required_argument, NULL, OPT_TC_MAX_FLOWS },
-	{ "tc-idle-timeout", required_argument, NULL, OPT_TC_IDLE },
-	{ "tc-handoff-delay", required_argument, NULL, OPT_TC_HANDOFF_DELAY },
-	{ "detach", no_argument, NULL, OPT_DETACH },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ 0 },
+/* Which commands take an option: bits of enum mmp_command. */
+#define ON(cmd) (1u << (cmd))
+#define RUN ON(MMP_CMD_RUN)
+#define CHECK ON(MMP_CMD_CHECK)
+#define ROUTING (ON(MMP_CMD_SETUP_ROUTING) | ON(MMP_CMD_CLEANUP_ROUTING))
+#define PINS (ON(MMP_CMD_STATS) | ON(MMP_CMD_CLEANUP))
+#define EVERY (~0u)
+
+/*
+ * The one option table: getopt's table, the short-option string and --help
+ * are all made from it, and each command accepts only the options marked
+ * for it (docs/mmproxy-bpf.8 says the same).
+ */
+static const struct opt_desc {
+	const char *name;
+	int val; /* the short option, or an OPT_* */
+	const char *arg; /* NULL: takes no value */
+	unsigned int commands;
+	const char *help;
+} opts[] = {
+	{ "listen-addr", 'l', "ADDR:PORT", RUN | CHECK, "where the load balancer connects (default 0.0.0.0:8443)" },
+	{ "ipv4", '4', "ADDR:PORT", RUN | CHECK, "upstream for IPv4 clients (default 127.0.0.1:443)" },
+	{ "ipv6", '6', "[ADDR]:PORT", RUN | CHECK, "upstream for IPv6 clients (default [::1]:443)" },
+	{ "allowed-subnets", 'a', "FILE", RUN,
+	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning)" },
+	{ "close-after", 'c', "SEC", RUN, "UDP idle flow timeout (default 60)" },
+	{ "protocol", 'p', "tcp|udp", RUN, "(default tcp)" },
+	{ "udp-header", OPT_UDP_HEADER, "auto|every|first|spp", RUN,
+	  "UDP framing (default auto): a PROXY v2 header on every datagram (udppp), on a flow's first only "
+	  "(Spectrum), or Cloudflare SPP on every datagram and reply" },
+	{ "mark", 'm', "N", RUN, "SO_MARK for upstream sockets (default 0: none)" },
+	{ "listeners", OPT_LISTENERS, "N", RUN, "listener threads with SO_REUSEPORT (default: cores)" },
+	{ "verbose", 'v', "0|1|2", EVERY, "0 errors, 1 per-connection errors, 2 every state change" },
+	{ "header-timeout", OPT_HEADER_TIMEOUT, "SEC", RUN,
+	  "close connections whose PROXY header is incomplete (default 5)" },
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SEC", RUN, "upstream connect timeout (default 5)" },
+	{ "engine", OPT_ENGINE, "auto|tc|splice|sockmap", RUN,
+	  "data-path engine (default auto: tc for every eligible flow, splice for the others). UDP: auto = "
+	  "in-kernel fast path with the userspace relay as fallback, tc = fast path required, splice = "
+	  "userspace relay only" },
+	{ "iface", OPT_IFACE, "IF[,IF...]", RUN, "tc: interfaces that carry a remote load balancer's traffic" },
+	{ "tc-max-flows", OPT_TC_MAX_FLOWS, "N", RUN,
+	  "tc: flows spliced in the kernel at once (default 65536; never evicted: past it, new flows stay on "
+	  "splice)" },
+	{ "tc-idle-timeout", OPT_TC_IDLE, "SEC", RUN,
+	  "tc: forget a spliced flow after SEC without any packet (keepalives count; default 7200, 0 = never)" },
+	{ "tc-handoff-delay", OPT_TC_HANDOFF_DELAY, "MS", RUN,
+	  "tc: a new flow runs on splice for MS before its hand-off to the kernel, so short connections skip "
+	  "its cost (default 20, 0 = at once)" },
+	{ "detach", OPT_DETACH, NULL, RUN, "tc: on exit remove filters and pins even if flows remain" },
+	{ "max-queued", OPT_MAX_QUEUED, "BYTES", RUN,
+	  "sockmap: bytes queued per flow and direction before the sender is slowed by TCP flow control "
+	  "(default 4194304)" },
+	{ "pin-dir", OPT_PIN_DIR, "DIR", RUN | CHECK | PINS,
+	  "bpffs directory for pinned maps (default " MMP_PIN_DIR_DEFAULT ")" },
+	{ "table", OPT_TABLE, "N", RUN | CHECK | ROUTING, "routing table for the transparent upstream (default 123)" },
+	{ "help", OPT_HELP, NULL, EVERY, "this text" },
 };
 
-void mmp_usage(FILE *out)
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+static const struct {
+	const char *name;
+	enum mmp_command cmd;
+	const char *what;
+} cmds[] = {
+	{ "run", MMP_CMD_RUN, "proxy (the default command)" },
+	{ "check", MMP_CMD_CHECK, "verify capabilities, bpffs, routing; print fixes" },
+	{ "setup-routing", MMP_CMD_SETUP_ROUTING, "add the ip rules/routes and lo sysctls (idempotent)" },
+	{ "cleanup-routing", MMP_CMD_CLEANUP_ROUTING, "remove the ip rules/routes (idempotent)" },
+	{ "stats", MMP_CMD_STATS, "counters and flows from the pinned maps" },
+	{ "cleanup", MMP_CMD_CLEANUP, "remove filters and pins left by a stopped instance" },
+	{ "version", MMP_CMD_VERSION, "print the version" },
+	{ "help", MMP_CMD_HELP, "this text" },
+};
+
+#define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static const char *command_name(enum mmp_command cmd)
 {
-	fprintf(out,
-		"Usage: mmproxy-bpf [run] [options]      proxy (the default command)\n"
-		"       mmproxy-bpf check [options]      verify capabilities, bpffs, routing; print fixes\n"
-		"       mmproxy-bpf setup-routing [--table N]    add the ip rules/routes (idempotent)\n"
-		"       mmproxy-bpf cleanup-routing [--table N]  remove them (idempotent)\n"
-		"       mmproxy-bpf stats [--pin-dir DIR]        counters and flows from the pinned maps\n"
-		"       mmproxy-bpf cleanup [--pin-dir DIR]      remove filters and pins left by a stopped instance\n"
-		"       mmproxy-bpf version\n"
-		"\n"
-		"Options (go-mmproxy compatible; single-dash long forms such as -listeners work too):\n"
-		"  -l, --listen-addr ADDR:PORT     where the load balancer connects (default 0.0.0.0:8443)\n"
-		"  -4, --ipv4 ADDR:PORT            upstream for IPv4 clients (default 127.0.0.1:443)\n"
-		"  -6, --ipv6 [ADDR]:PORT          upstream for IPv6 clients (default [::1]:443)\n"
-		"  -a, --allowed-subnets FILE      allowed load-balancer subnets, one CIDR per line\n"
-		"                                  (default: allow every source, with a warning)\n"
-		"  -c, --close-after SEC           UDP idle flow timeout (default 60)\n"
-		"  -p, --protocol tcp|udp          (default tcp)\n"
-		"      --udp-header auto|every|first|spp  UDP framing (default auto): a PROXY v2 header on every\n"
-		"                                  datagram (udppp), on a flow's first only (Spectrum), or\n"
-		"                                  Cloudflare SPP on every datagram and reply\n"
-		"  -m, --mark N                    SO_MARK for upstream sockets (default 0: none)\n"
-		"      --listeners N               listener threads with SO_REUSEPORT (default: cores)\n"
-		"  -v, --verbose 0|1|2             0 errors, 1 per-connection errors, 2 every state change\n"
-		"      --header-timeout SEC        close connections whose PROXY header is incomplete (default 5)\n"
-		"      --connect-timeout SEC       upstream connect timeout (default 5)\n"
-		"      --engine auto|tc|splice|sockmap  data-path engine (default auto: tc for every eligible\n"
-		"                                  flow, splice for the others). UDP: auto = in-kernel fast\n"
-		"                                  path with the userspace relay as fallback, tc = fast path\n"
-		"                                  required, splice = userspace relay only\n"
-		"      --iface IF[,IF...]          tc: interfaces that carry a remote load balancer's traffic\n"
-		"      --tc-max-flows N            tc: flows spliced in the kernel at once (default 65536;\n"
-		"                                  never evicted: past it, new flows stay on splice)\n"
-		"      --tc-idle-timeout SEC       tc: forget a spliced flow after SEC without any packet\n"
-		"                                  (keepalives count; default 7200, 0 = never)\n"
-		"      --tc-handoff-delay MS       tc: a new flow runs on splice for MS before its hand-off\n"
-		"                                  to the kernel, so short connections skip its cost\n"
-		"                                  (default 20, 0 = at once)\n"
-		"      --detach                    tc: on exit remove filters and pins even if flows remain\n"
-		"      --max-queued BYTES          sockmap: bytes queued per flow and direction before the\n"
-		"                                  sender is slowed by TCP flow control (default 4194304)\n"
-		"      --pin-dir DIR               bpffs directory for pinned maps (default " MMP_PIN_DIR_DEFAULT ")\n"
-		"      --table N                   routing table for check/setup-routing (default 123)\n"
-		"      --help                      this text\n");
+	for (size_t i = 0; i < N_CMDS; i++)
+		if (cmds[i].cmd == cmd)
+			return cmds[i].name;
+	return "?";
 }
 
-const char *mmp_engine_name(enum mmp_engine e)
+/* "  -l, --listen-addr ADDR:PORT   help..." with the help wrapped at 100 columns under itself. */
+static void print_wrapped(FILE *out, const char *left, const char *help)
+{
+	const int col = 38, width = 100 - col;
+	const char *p = help;
+
+	fprintf(out, "%-*s", col, left);
+	if ((int)strlen(left) >= col)
+		fprintf(out, "\n%-*s", col, "");
+	while (*p) {
+		int n = (int)strlen(p);
+
+		if (n > width) {
+			n = width;
+			while (n > 0 && p[n] != ' ')
+				n--;
+			if (n == 0)
+				n = width;
+		}
+		fprintf(out, "%.*s\n", n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+		if (*p)
+			fprintf(out, "%-*s", col, "");
+	}
+}
+
+static void print_options(FILE *out, unsigned int mask)
+{
+	for (size_t i = 0; i < N_OPTS; i++) {
+		char left[64];
+		int n;
+
+		if (!(opts[i].commands & mask))
+			continue;
+		n = opts[i].val < 256 ? snprintf(left, sizeof(left), "  -%c, --%s", opts[i].val, opts[i].name)
+				      : snprintf(left, sizeof(left), "      --%s", opts[i].name);
+		if (opts[i].arg)
+			snprintf(left + n, sizeof(left) - n, " %s", opts[i].arg);
+		print_wrapped(out, left, opts[i].help);
+	}
+}
+
+void mmp_usage(FILE *out, enum mmp_command cmd)
+{
+	if (cmd != MMP_CMD_HELP) {
+		fprintf(out, "Usage: mmproxy-bpf %s [options]\n\nOptions of %s:\n", command_name(cmd), command_name(cmd));
+		print_options(out, ON(cmd));
+		return;
+	}
+	fprintf(out, "Usage: mmproxy-bpf [COMMAND] [options]    (no command: run; go-mmproxy's flags work as they are)\n\n");
+	for (size_t i = 0; i < N_CMDS; i++)
+		fprintf(out, "  %-16s %s\n", cmds[i].name, cmds[i].what);
+	fprintf(out, "\nOptions of run (single-dash long forms such as -listeners work too; "
+		     "`mmproxy-bpf COMMAND --help` lists another command's):\n");
+	print_options(out, RUN);
+}
+
+const char *mmp_engine_name(enum mmp_engine_kind e)
 {
 	switch (e) {
 	case MMP_ENGINE_AUTO:
@@ -151,21 +224,7 @@ static int parse_addr_opt(const char *opt, const char *val, struct sockaddr_stor
 
 static int parse_command(const char *word, enum mmp_command *cmd)
 {
-	static const struct {
-		const char *name;
-		enum mmp_command cmd;
-	} cmds[] = {
-		{ "run", MMP_CMD_RUN },
-		{ "check", MMP_CMD_CHECK },
-		{ "setup-routing", MMP_CMD_SETUP_ROUTING },
-		{ "cleanup-routing", MMP_CMD_CLEANUP_ROUTING },
-		{ "stats", MMP_CMD_STATS },
-		{ "cleanup", MMP_CMD_CLEANUP },
-		{ "version", MMP_CMD_VERSION },
-		{ "help", MMP_CMD_HELP },
-	};
-
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+	for (size_t i = 0; i < N_CMDS; i++) {
 		if (!strcmp(word, cmds[i].name)) {
 			*cmd = cmds[i].cmd;
 			return 0;
@@ -174,6 +233,33 @@ static int parse_command(const char *word, enum mmp_command *cmd)
 	fprintf(stderr, "mmproxy-bpf: unknown command '%s' (commands: run, check, stats, cleanup, setup-routing, cleanup-routing, version)\n",
 		word);
 	return -EINVAL;
+}
+
+/* getopt's tables from the option table: the long options and "l:4:6:..." */
+static void build_getopt(struct option *lo, char *shorts)
+{
+	char *p = shorts;
+
+	*p++ = ':'; /* a missing value is reported as ':' */
+	for (size_t i = 0; i < N_OPTS; i++) {
+		lo[i] = (struct option){ opts[i].name, opts[i].arg ? required_argument : no_argument, NULL, opts[i].val };
+		if (opts[i].val < 256) {
+			*p++ = (char)opts[i].val;
+			if (opts[i].arg)
+				*p++ = ':';
+		}
+	}
+	*p++ = 'h';
+	*p = 0;
+	lo[N_OPTS] = (struct option){ 0 };
+}
+
+static const struct opt_desc *desc_of(int val)
+{
+	for (size_t i = 0; i < N_OPTS; i++)
+		if (opts[i].val == val)
+			return &opts[i];
+	return NULL;
 }
 
 static void set_defaults(struct mmp_config *cfg)
@@ -202,13 +288,18 @@ static void set_defaults(struct mmp_config *cfg)
 
 int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 {
+	struct option long_opts[N_OPTS + 1];
+	char shorts[2 * N_OPTS + 3];
+	bool explicit_command = false;
 	long v;
 	int c;
 
 	set_defaults(cfg);
+	build_getopt(long_opts, shorts);
 	if (argc > 1 && argv[1][0] != '-') {
 		if (parse_command(argv[1], &cfg->command))
 			return -EINVAL;
+		explicit_command = true;
 		argv++;
 		argc--;
 	}
@@ -216,7 +307,14 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 	optind = 1;
 	opterr = 0; /* we print our own errors */
 	/* getopt_long_only: go-mmproxy unit files say -listeners 4, Go-style. */
-	while ((c = getopt_long_only(argc, argv, ":l:4:6:a:c:p:m:v:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long_only(argc, argv, shorts, long_opts, NULL)) != -1) {
+		const struct opt_desc *d = desc_of(c == 'h' ? OPT_HELP : c);
+
+		if (d && !(d->commands & ON(cfg->command)) && cfg->command != MMP_CMD_HELP) {
+			fprintf(stderr, "mmproxy-bpf: %s does not take --%s (see mmproxy-bpf %s --help)\n",
+				command_name(cfg->command), d->name, command_name(cfg->command));
+			return -EINVAL;
+		}
 		switch (c) {
 		case 'l':
 			if (parse_addr_opt("-l", optarg, &cfg->listen, 0))
@@ -335,7 +433,7 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			break;
 		case 'h':
 		case OPT_HELP:
-			cfg->command = MMP_CMD_HELP;
+			cfg->help = true;
 			break;
 		case ':':
 			fprintf(stderr, "mmproxy-bpf: option %s needs a value (see --help)\n", argv[optind - 1]);
@@ -349,5 +447,8 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 		fprintf(stderr, "mmproxy-bpf: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return -EINVAL;
 	}
+	/* A bare --help is the overview; `CMD --help` keeps CMD, whose options main prints. */
+	if (cfg->help && !explicit_command)
+		cfg->command = MMP_CMD_HELP;
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include "lib/log.h"
 #include "cli/routing.h"
+#include "lib/lo_sysctls.h"
 #include "lib/sockaddr.h"
 #include "tcp/upstream.h"
 
@@ -113,42 +114,16 @@ static int setup_family(const struct family_route *r, const char *table)
 	return 0;
 }
 
-/*
- * lo sysctls that let lo take IPv4 packets to 127.0.0.1 from foreign sources:
- * the in-kernel UDP path needs them for a remote load balancer (DESIGN §4),
- * and the tc engine to deliver ICMP errors to the upstream's address.
- */
-static const char *const lo_sysctls[] = {
-	"/proc/sys/net/ipv4/conf/lo/route_localnet",
-	"/proc/sys/net/ipv4/conf/lo/accept_local",
-};
-
-bool mmp_lo_sysctls_ok(void)
-{
-	for (size_t i = 0; i < sizeof(lo_sysctls) / sizeof(lo_sysctls[0]); i++) {
-		char v = '0';
-		FILE *f = fopen(lo_sysctls[i], "re");
-
-		if (f) {
-			v = (char)fgetc(f);
-			fclose(f);
-		}
-		if (v != '1')
-			return false;
-	}
-	return true;
-}
-
 static void set_lo_sysctls(void)
 {
-	for (size_t i = 0; i < sizeof(lo_sysctls) / sizeof(lo_sysctls[0]); i++) {
-		FILE *f = fopen(lo_sysctls[i], "we");
+	for (size_t i = 0; i < MMP_LO_SYSCTLS; i++) {
+		FILE *f = fopen(mmp_lo_sysctls[i], "we");
 
 		if (f && fputs("1\n", f) >= 0 && fclose(f) == 0)
-			printf("ok: %s = 1\n", lo_sysctls[i]);
+			printf("ok: %s = 1\n", mmp_lo_sysctls[i]);
 		else
 			pr_err("failed to set %s (the in-kernel UDP path for remote load balancers needs it)",
-			       lo_sysctls[i]);
+			       mmp_lo_sysctls[i]);
 	}
 }
 

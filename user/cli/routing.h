@@ -12,9 +12,6 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-/* lo's route_localnet and accept_local are 1 (setup-routing sets them). */
-bool mmp_lo_sysctls_ok(void);
-
 /* Idempotent. Return 0 or a negative errno after logging what failed. */
 int mmp_routing_setup(int table);
 int mmp_routing_cleanup(int table);

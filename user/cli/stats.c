@@ -9,8 +9,11 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "core/clock.h"
 #include "mmp_maps.h"
 #include "mmp_tc.h"
+#include "mmp_tcp.h"
+#include "lib/counter_table.h"
 #include "lib/pins.h"
 #include "lib/sockaddr.h"
 #include "lib/percpu.h"
@@ -27,6 +30,23 @@ static const char *const counter_names[MMP_CNT_MAX] = {
 	[MMP_CNT_REDIRECT_FAILED] = "strip_failures",
 	[MMP_CNT_DUPLICATE_BYTES] = "duplicate_bytes_dropped",
 };
+
+static const struct mmp_counter_name tcp_names[MMP_TCP_CNT_MAX] = {
+#define X(name, label, desc) [MMP_TCP_CNT_##name] = { #name, desc },
+	MMP_TCP_COUNTERS(X)
+#undef X
+};
+
+static void print_tcp_counters(int fd)
+{
+	struct mmp_tcp_counters c;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fd, &zero, &c))
+		return;
+	mmp_counters_print(stdout, "tcp counters (refreshed every second):", tcp_names, (const uint64_t *)&c,
+			   MMP_TCP_CNT_MAX);
+}
 
 static int count_entries(int fd, size_t key_size)
 {
@@ -114,17 +134,15 @@ static void print_tc_counters(int fd)
 static void print_tc_flows(int flows_fd, int stats_fd)
 {
 	uint64_t key, *prev = NULL;
-	struct timespec now;
+	uint64_t now_ns = mmp_now_ns();
 	int n = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	printf("tc flows (spliced in the kernel):\n");
 	while (bpf_map_get_next_key(flows_fd, prev, &key) == 0) {
 		struct mmp_tc_flow f;
 		struct mmp_tc_stats st = { 0 };
 		struct mmp_tc_tuple lb;
 		char a[128], b[128];
-		uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
 
 		prev = &key;
 		if (bpf_map_lookup_elem(flows_fd, &key, &f))
@@ -166,6 +184,7 @@ int mmp_stats_command(const char *pin_dir)
 	int tc_flows = mmp_open_pin(pin_dir, MMP_TC_FLOWS_MAP);
 	int tc_stats = mmp_open_pin(pin_dir, MMP_TC_STATS_MAP);
 	int tc_counters = mmp_open_pin(pin_dir, MMP_TC_COUNTERS_MAP);
+	int tcp_counters = mmp_open_pin(pin_dir, MMP_TCP_COUNTERS_MAP);
 
 	if (allow4 < 0 && flows < 0 && tc_flows < 0) {
 		fprintf(stderr, "mmproxy-bpf: nothing pinned under %s (is mmproxy-bpf running? pass its --pin-dir)\n",
@@ -177,6 +196,8 @@ int mmp_stats_command(const char *pin_dir)
 		printf("allowed subnets: %d IPv4, %d IPv6 (%s, %s)\n",
 		       count_entries(allow4, sizeof(struct mmp_allow4_key)),
 		       count_entries(allow6, sizeof(struct mmp_allow6_key)), MMP_ALLOW4_MAP, MMP_ALLOW6_MAP);
+	if (tcp_counters >= 0)
+		print_tcp_counters(tcp_counters);
 	if (counters >= 0)
 		print_counters(counters);
 	if (tc_counters >= 0)
@@ -195,5 +216,6 @@ int mmp_stats_command(const char *pin_dir)
 	close_if_open(tc_flows);
 	close_if_open(tc_stats);
 	close_if_open(tc_counters);
+	close_if_open(tcp_counters);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Command line: go-mmproxy's flags, mmproxy-rs's long options, our subcommands. */
+/* The run's configuration, from the command line (cli/options.c). */
 #ifndef MMP_CONFIG_H
 #define MMP_CONFIG_H
 
@@ -19,7 +19,7 @@ enum mmp_command {
 	MMP_CMD_HELP,
 };
 
-enum mmp_engine {
+enum mmp_engine_kind {
 	MMP_ENGINE_AUTO,
 	MMP_ENGINE_SPLICE,
 	MMP_ENGINE_SOCKMAP,
@@ -45,7 +45,7 @@ struct mmp_config {
 	int listeners; /* --listeners */
 	int header_timeout_ms;
 	int connect_timeout_ms;
-	enum mmp_engine engine;
+	enum mmp_engine_kind engine;
 	const char *pin_dir;
 	int route_table; /* setup-routing / cleanup-routing / check */
 	enum mmp_udp_header udp_header; /* -p udp: --udp-header */
@@ -57,14 +57,7 @@ struct mmp_config {
 	int tc_idle_timeout_s; /* 0: never */
 	int tc_handoff_delay_ms; /* a flow runs on splice this long before the hand-off; 0: at once */
 	bool detach; /* on exit, remove filters and pins even if spliced flows remain */
+	bool help; /* --help: print the command's options */
 };
-
-/*
- * Parse argv into *cfg (defaults first). Returns 0, or -EINVAL after printing
- * a one-line error that names the bad option and the fix.
- */
-int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg);
-void mmp_usage(FILE *out);
-const char *mmp_engine_name(enum mmp_engine e);
 
 #endif

@@ -54,7 +54,7 @@ int mmp_ensure_bpffs(const char *dir)
 		       dir, parent, BPFFS_ROOT);
 		return -ENOTSUP;
 	}
-	/* A fresh machine may have no bpffs mounted at all (DESIGN §3a item 9). */
+	/* A fresh machine may have no bpffs mounted at all (docs/DESIGN.md §3a item 9). */
 	if (mount("bpf", BPFFS_ROOT, "bpf", 0, "mode=0700")) {
 		int err = -errno;
 

@@ -7,24 +7,18 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include "tcp/handshake.h"
+#include "core/clock.h"
+#include "core/lifecycle.h"
+#include "core/counters.h"
+#include "engine/engine.h"
+#include "lib/config.h"
 #include "lib/log.h"
 #include "lib/policy.h"
-#include "proto/proxy_proto.h"
 #include "lib/sockaddr.h"
-#include "engine/sockmap/sockmap.h"
-#include "engine/splice/splice.h"
-#include "engine/tc/tc_engine.h"
+#include "proto/proxy_proto.h"
+#include "tcp/handshake.h"
 #include "tcp/upstream.h"
 #include "tcp/worker.h"
-
-static void set_state(struct mmp_worker *w, struct mmp_conn *c, enum mmp_conn_state state,
-		      struct mmp_conn_list *from, struct mmp_conn_list *to)
-{
-	mmp_conn_list_remove(from, c);
-	c->state = state;
-	mmp_conn_list_push(to, c);
-}
 
 void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_storage *peer)
 {
@@ -33,27 +27,19 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 	int one = 1;
 
 	if (!mmp_policy_allowed(w->policy, (const struct sockaddr *)peer)) {
-		atomic_fetch_add(&w->counters->refused_source, 1);
+		mmp_count(w->loop.counters, MMP_TCP_CNT_refused_source, 1);
 		pr_conn("connection from %s refused: source not allowed by the allowed-subnets file (add its subnet to the -a file)",
 			mmp_fmt_addr((const struct sockaddr *)peer, lb));
 		close(fd);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
+	c = mmp_conn_new(&w->loop, fd, peer);
 	if (!c) {
 		pr_err("out of memory accepting a connection from %s", mmp_fmt_addr((const struct sockaddr *)peer, lb));
 		close(fd);
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->client = (struct mmp_endpoint){ .fd = fd, .conn = c };
-	c->upstream = (struct mmp_endpoint){ .fd = -1, .conn = c };
-	c->dir[0].pipe_rd = c->dir[0].pipe_wr = c->dir[1].pipe_rd = c->dir[1].pipe_wr = -1;
-	c->lb_addr = *peer;
-	c->state = CONN_HEADER;
-	c->deadline_ms = mmp_now_ms() + w->cfg->header_timeout_ms;
-	mmp_conn_list_push(&w->header_wait, c);
-	atomic_fetch_add(&w->counters->active, 1);
 	pr_debug("accepted %s", mmp_fmt_addr((const struct sockaddr *)peer, lb));
 
 	/*
@@ -61,8 +47,8 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 	 * queued, so level-triggered would spin. Try at once: the header usually
 	 * arrived with the connection.
 	 */
-	if (mmp_worker_watch(w, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET)) {
-		mmp_conn_close(w, c, false, false);
+	if (mmp_loop_watch(&w->loop, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET)) {
+		mmp_conn_close(&w->loop, c, false, false);
 		return;
 	}
 	mmp_handshake_event(w, c, &c->client, EPOLLIN);
@@ -76,13 +62,13 @@ static void choose_route(struct mmp_worker *w, struct mmp_conn *c, const struct 
 	if (hdr->command == PP_CMD_PROXY && (hdr->src.ss_family == AF_INET || hdr->src.ss_family == AF_INET6)) {
 		c->src_addr = hdr->src;
 		mmp_unmap_v4(&c->src_addr); /* ::ffff:a.b.c.d goes to the -4 upstream as a.b.c.d */
-		c->target = c->src_addr.ss_family == AF_INET ? &w->cfg->target4 : &w->cfg->target6;
+		c->target = c->src_addr.ss_family == AF_INET ? &w->loop.cfg->target4 : &w->loop.cfg->target6;
 		return;
 	}
 	/* LOCAL (health check), UNKNOWN, UNSPEC or UNIX: connect as ourselves. */
 	c->src_addr.ss_family = AF_UNSPEC;
 	mmp_unmap_v4(&lb);
-	c->target = lb.ss_family == AF_INET6 ? &w->cfg->target6 : &w->cfg->target4;
+	c->target = lb.ss_family == AF_INET6 ? &w->loop.cfg->target6 : &w->loop.cfg->target4;
 }
 
 static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
@@ -92,41 +78,26 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 	const char *what;
 	int fd;
 
+	struct mmp_preconnect pc;
+
+	/* An engine may hold the client's ip:port (tc: a spliced flow) and choose the socket's MSS. */
 	what = "bind";
-	fd = w->tc && src ? mmp_tc_claim_client(w->tc, src, (const struct sockaddr *)c->target) : 0;
-	/* tc engine: the upstream's segments must fit the load balancer's path. */
+	fd = mmp_engines_pre_connect(&w->engines, c, &pc);
 	if (!fd)
-		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->cfg->mark,
-					  w->tc ? mmp_tc_conn2_mss(c->client.fd) : 0, &what);
+		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->loop.cfg->mark, pc.mss, &what);
 	if (fd < 0) {
-		atomic_fetch_add(&w->counters->upstream_failed, 1);
+		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
 		pr_conn("upstream %s for client %s: %s failed: %s%s", mmp_fmt_addr((const void *)c->target, a),
 			src ? mmp_fmt_addr(src, b) : "(unspoofed)", what, strerror(-fd), mmp_upstream_hint(what, fd));
-		mmp_conn_close(w, c, false, false);
+		mmp_conn_close(&w->loop, c, false, false);
 		return;
 	}
 	c->upstream.fd = fd;
-	c->deadline_ms = mmp_now_ms() + w->cfg->connect_timeout_ms;
-	set_state(w, c, CONN_CONNECTING, &w->header_wait, &w->connect_wait);
+	c->deadline_ms = mmp_now_ms() + w->loop.cfg->connect_timeout_ms;
+	mmp_loop_set_state(&w->loop, c, CONN_CONNECTING);
 	/* The client is not read until the upstream is up; only watch for errors. */
-	if (mmp_worker_watch(w, &c->client, EPOLLRDHUP) || mmp_worker_watch(w, &c->upstream, EPOLLOUT))
-		mmp_conn_close(w, c, false, false);
-}
-
-/* Read exactly the header off the socket; the payload stays queued. Returns 0 or -1 after logging. */
-static int consume_header(struct mmp_worker *w, struct mmp_conn *c)
-{
-	char lb[MMP_ADDRSTRLEN];
-
-	if (c->header_consumed)
-		return 0;
-	if (recv(c->client.fd, w->peek_buf, c->header_len, MSG_WAITALL) != (ssize_t)c->header_len) {
-		pr_conn("failed to consume the PROXY header from %s: %s", mmp_fmt_addr((const void *)&c->lb_addr, lb),
-			strerror(errno));
-		return -1;
-	}
-	c->header_consumed = true;
-	return 0;
+	if (mmp_loop_watch(&w->loop, &c->client, EPOLLRDHUP) || mmp_loop_watch(&w->loop, &c->upstream, EPOLLOUT))
+		mmp_conn_close(&w->loop, c, false, false);
 }
 
 static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t events)
@@ -159,20 +130,20 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 		reason = "truncated: the connection was closed in the middle of the header";
 	}
 	if (st == PP_INVALID) {
-		atomic_fetch_add(&w->counters->bad_header, 1);
+		mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
 		pr_conn("invalid PROXY header from %s: %s (is the load balancer sending PROXY protocol v1/v2?)",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), reason);
 		goto fail;
 	}
 	if (hdr.transport == PP_TRANSPORT_DGRAM && hdr.command == PP_CMD_PROXY) {
-		atomic_fetch_add(&w->counters->bad_header, 1);
+		mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
 		pr_conn("invalid PROXY header from %s: DGRAM transport on a TCP listener (use -p udp for UDP)",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb));
 		goto fail;
 	}
 	c->header_len = hdr.header_len;
-	/* The sockmap engine strips the header in the kernel; splice reads it off now. */
-	if (!w->sockmap && consume_header(w, c))
+	/* An engine that strips the header in the kernel (sockmap) gets it queued; others get the payload only. */
+	if (!mmp_engines_strip_header(&w->engines) && mmp_conn_consume_header(c))
 		goto fail;
 	choose_route(w, c, &hdr);
 	pr_debug("PROXY v%d header from %s: client %s", hdr.version, mmp_fmt_addr((const void *)&c->lb_addr, lb),
@@ -180,7 +151,7 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	start_connect(w, c);
 	return;
 fail:
-	mmp_conn_close(w, c, false, false);
+	mmp_conn_close(&w->loop, c, false, false);
 }
 
 static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
@@ -192,40 +163,19 @@ static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
 	if (getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &err, &len))
 		err = errno;
 	if (err) {
-		atomic_fetch_add(&w->counters->upstream_failed, 1);
+		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
 		pr_conn("upstream %s refused client %s: connect failed: %s%s",
 			mmp_fmt_addr((const void *)c->target, a),
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)",
 			strerror(err), mmp_upstream_hint("connect", -err));
-		mmp_conn_close(w, c, false, false);
+		mmp_conn_close(&w->loop, c, false, false);
 		return;
 	}
 	pr_debug("upstream %s connected for client %s", mmp_fmt_addr((const void *)c->target, a),
 		 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)");
-	set_state(w, c, CONN_SPLICING, &w->connect_wait, &w->active);
-	atomic_fetch_add(&w->counters->spliced, 1);
-	if (w->sockmap) {
-		int ret = mmp_sockmap_start(w, c);
-
-		if (!ret)
-			return;
-		/* Nothing is live in the kernel: the splice engine takes the pair. */
-		atomic_fetch_add(&w->counters->sockmap_fallbacks, 1);
-		pr_debug("sockmap engine refused client %s (%s): using splice",
-			 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)",
-			 strerror(-ret));
-		if (consume_header(w, c)) {
-			mmp_conn_close(w, c, false, false);
-			return;
-		}
-	}
-	c->engine = ENGINE_SPLICE;
-	mmp_splice_start(w, c);
-	/* The tc engine takes over from splice once the pair is quiet. */
-	if (w->tc && c->state == CONN_SPLICING)
-		mmp_tc_schedule(w, c);
-	else if (w->tc) /* it ended in its first splice step: nothing left to hand off */
-		atomic_fetch_add(&w->counters->tc_short, 1);
+	mmp_loop_set_state(&w->loop, c, CONN_SPLICING);
+	mmp_count(w->loop.counters, MMP_TCP_CNT_spliced, 1);
+	mmp_engines_start(&w->engines, &w->loop, c);
 }
 
 void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endpoint *ep, uint32_t events)
@@ -249,11 +199,11 @@ void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_en
 		if (err || (events & EPOLLHUP)) {
 			pr_conn("connection from %s closed while connecting upstream%s%s",
 				mmp_fmt_addr((const void *)&c->lb_addr, lb), err ? ": " : "", err ? strerror(err) : "");
-			mmp_conn_close(w, c, false, true);
+			mmp_conn_close(&w->loop, c, false, true);
 			return;
 		}
 		/* A half-close (FIN after a request) is fine: the engine forwards it later. */
-		mmp_worker_watch(w, &c->client, 0);
+		mmp_loop_watch(&w->loop, &c->client, 0);
 	}
 }
 
@@ -262,14 +212,14 @@ void mmp_handshake_timeout(struct mmp_worker *w, struct mmp_conn *c)
 	char lb[MMP_ADDRSTRLEN], a[MMP_ADDRSTRLEN];
 
 	if (c->state == CONN_HEADER) {
-		atomic_fetch_add(&w->counters->header_timeout, 1);
+		mmp_count(w->loop.counters, MMP_TCP_CNT_header_timeout, 1);
 		pr_conn("timed out waiting for PROXY header from %s after %d s (raise --header-timeout if the load balancer is slow)",
-			mmp_fmt_addr((const void *)&c->lb_addr, lb), w->cfg->header_timeout_ms / 1000);
+			mmp_fmt_addr((const void *)&c->lb_addr, lb), w->loop.cfg->header_timeout_ms / 1000);
 	} else {
-		atomic_fetch_add(&w->counters->upstream_failed, 1);
+		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
 		pr_conn("upstream %s did not answer within %d s for client %s (is it running? mmproxy-bpf check verifies the routing)",
-			mmp_fmt_addr((const void *)c->target, a), w->cfg->connect_timeout_ms / 1000,
+			mmp_fmt_addr((const void *)c->target, a), w->loop.cfg->connect_timeout_ms / 1000,
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, lb) : "(unspoofed)");
 	}
-	mmp_conn_close(w, c, false, false);
+	mmp_conn_close(&w->loop, c, false, false);
 }

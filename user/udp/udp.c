@@ -12,10 +12,10 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include "lib/log.h"
-#include "udp/udp_fast.h"
+#include "udp/fast/udp_fast.h"
 #include "lib/sockaddr.h"
 #include "udp/udp.h"
-#include "udp/udp_maps.h"
+#include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
 #include "udp/udp_worker.h"
 

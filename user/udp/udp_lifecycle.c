@@ -13,11 +13,14 @@
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 #include "udp/udp_classify.h"
-#include "udp/udp_fast.h"
-#include "udp/udp_maps.h"
+#include "udp/fast/udp_fast.h"
+#include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
 #include "udp/udp_sock.h"
-#include "udp/udp_worker.h"
+#include "udp/udp_drop.h"
+#include "udp/udp_lifecycle.h"
+#include "udp/udp_stage.h"
+#include "udp/udp_thread.h"
 #include "tcp/upstream.h"
 
 #define EVICT_CHUNK 256 /* mailbox entries taken per wakeup */

@@ -18,7 +18,10 @@
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 #include "udp/udp_rx.h"
-#include "udp/udp_worker.h"
+#include "udp/udp_drop.h"
+#include "udp/udp_lifecycle.h"
+#include "udp/udp_reply.h"
+#include "udp/udp_thread.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103

@@ -3,7 +3,7 @@
 #ifndef MMP_UDP_RX_H
 #define MMP_UDP_RX_H
 
-#include "udp/udp_worker.h"
+#include "udp/udp_thread.h"
 
 /* recvmmsg into slots [first, first + n) of rx. Returns the count, or -1 with errno. */
 int udp_rx_batch(int fd, struct udp_rx *rx, int first, int n);
@@ -15,5 +15,9 @@ int udp_rx_batch(int fd, struct udp_rx *rx, int first, int n);
  * (*mark, 0 if none).
  */
 int udp_rx_cmsgs(struct msghdr *mh, struct udp_ep *local, int *ifindex, uint32_t *mark);
+
+/* Lazily mapped buffers for w. Returns 0 or -ENOMEM. */
+int udp_relay_alloc(struct udp_worker *w);
+void udp_relay_free(struct udp_worker *w);
 
 #endif

@@ -10,18 +10,14 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include "mmp_udp.h"
+#include "core/clock.h"
+#include "lib/counter_table.h"
 #include "lib/pins.h"
 #include "lib/sockaddr.h"
 #include "udp/udp_stats.h"
 
-static const char *const cnt_names[MMP_UDP_CNT_MAX] = {
-#define X(name, desc) [MMP_UDP_CNT_##name] = #name,
-	MMP_UDP_COUNTERS(X)
-#undef X
-};
-
-static const char *const cnt_desc[MMP_UDP_CNT_MAX] = {
-#define X(name, desc) [MMP_UDP_CNT_##name] = desc,
+static const struct mmp_counter_name cnt_names[MMP_UDP_CNT_MAX] = {
+#define X(name, desc) [MMP_UDP_CNT_##name] = { #name, desc },
 	MMP_UDP_COUNTERS(X)
 #undef X
 };
@@ -34,18 +30,12 @@ static const char *format_name(__u32 f)
 static void print_counters(int fd)
 {
 	struct mmp_udp_counters c;
-	const __u64 *v = (const __u64 *)&c;
 	__u32 zero = 0;
 
 	if (bpf_map_lookup_elem(fd, &zero, &c))
 		return;
-	printf("udp counters (refreshed every second):\n");
-	for (int i = 0; i < MMP_UDP_CNT_MAX; i++) {
-		/* Drops that never happened are noise. */
-		if (!v[i] && !strncmp(cnt_names[i], "drop_", 5))
-			continue;
-		printf("  %-22s %14llu  %s\n", cnt_names[i], (unsigned long long)v[i], cnt_desc[i]);
-	}
+	mmp_counters_print(stdout, "udp counters (refreshed every second):", cnt_names, (const uint64_t *)&c,
+			   MMP_UDP_CNT_MAX);
 }
 
 static void print_flow(__u64 now, const struct mmp_udp_flow *f)
@@ -107,12 +97,9 @@ static int print_walked(int fd, __u64 now)
 
 static void print_flows(int fd)
 {
-	struct timespec ts;
-	__u64 now;
+	__u64 now = mmp_now_ns();
 	int n;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	printf("udp flows:\n");
 	printf("  %-42s %-42s %-5s %-6s %10s %12s %10s %12s %7s\n", "client", "load balancer", "fmt", "kernel",
 	       "pkts_up", "bytes_up", "pkts_down", "bytes_down", "idle_s");

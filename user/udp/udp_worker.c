@@ -11,13 +11,19 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include "core/clock.h"
 #include "core/listener_thread.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
-#include "udp/udp_fast.h"
-#include "udp/udp_maps.h"
+#include "udp/fast/udp_fast.h"
+#include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
 #include "udp/udp_sock.h"
+#include "udp/udp_drop.h"
+#include "udp/udp_forward.h"
+#include "udp/udp_lifecycle.h"
+#include "udp/udp_reply.h"
+#include "udp/udp_rx.h"
 #include "udp/udp_worker.h"
 
 #define MAX_EVENTS 256
@@ -27,35 +33,6 @@
 /* epoll_data.ptr tags for the fds that are not flows. */
 static char listen_tag, stop_tag, mbox_tag;
 
-static const char *const cnt_desc[MMP_UDP_CNT_MAX] = {
-#define X(name, desc) [MMP_UDP_CNT_##name] = desc,
-	MMP_UDP_COUNTERS(X)
-#undef X
-};
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-void udp_drop(struct udp_worker *w, enum mmp_udp_counter c, const struct udp_ep *from, const char *why,
-	      const char *fix)
-{
-	char a[MMP_ADDRSTRLEN];
-	uint32_t n;
-
-	udp_cnt_add(w, c, 1);
-	if (mmp_verbosity < MMP_LOG_CONN)
-		return;
-	n = udp_rl_take_suppressed(&w->rl[c], w->now_ns);
-	if (n)
-		pr_conn("udp: %u more like the next line in the last second (%s), not logged", n, cnt_desc[c]);
-	if (udp_rl_allow(&w->rl[c], w->now_ns))
-		pr_conn("dropped datagram from %s: %s (%s)", udp_ep_fmt(from, a), why, fix);
-}
 
 /* ------------------------------------------------------------- timers -- */
 
@@ -137,7 +114,7 @@ static void tick(struct udp_worker *w)
 		uint32_t n = udp_rl_take_suppressed(&w->rl[c], w->now_ns);
 
 		if (n)
-			pr_conn("udp: %u more dropped datagrams in the last second (%s), not logged", n, cnt_desc[c]);
+			pr_conn("udp: %u more dropped datagrams in the last second (%s), not logged", n, udp_counter_desc(c));
 	}
 	w->next_tick_ns = w->now_ns + TICK_NS;
 }
@@ -162,7 +139,7 @@ static void *worker_main(void *arg)
 	struct udp_worker *w = arg;
 	struct epoll_event evs[MAX_EVENTS];
 
-	w->now_ns = mono_ns();
+	w->now_ns = mmp_now_ns();
 	w->next_tick_ns = w->now_ns + TICK_NS;
 	while (!w->stopping) {
 		bool listen_ready = false, mail = false;
@@ -172,7 +149,7 @@ static void *worker_main(void *arg)
 			pr_err("udp listener %d: epoll_wait failed: %s", w->id, strerror(errno));
 			break;
 		}
-		w->now_ns = mono_ns();
+		w->now_ns = mmp_now_ns();
 		/* Replies first: flows are only closed after the replies that point at them are sent. */
 		for (int i = 0; i < n; i++) {
 			void *ptr = evs[i].data.ptr;

@@ -18,9 +18,13 @@
 #include "lib/sockaddr.h"
 #include "lib/sockinfo.h"
 #include "engine/sockmap/sockmap.h"
+#include "lib/config.h"
 #include "sockmap.skel.h"
 #include "engine/sockmap/sockmap_wake.h"
-#include "tcp/worker.h"
+#include "core/counters.h"
+#include "core/lifecycle.h"
+#include "core/loop.h"
+#include "engine/sockmap/sockmap_conn.h"
 
 /* What a handed-off socket is watched for: FIN, errors (always), and EPOLLOUT/EPOLLIN when needed. */
 #define WATCH_IDLE (EPOLLRDHUP | EPOLLET)
@@ -41,7 +45,9 @@ static const char *const pinned_maps[] = {
 	MMP_PEERS_MAP, MMP_SOCKS_MAP, MMP_FLOWS_MAP, MMP_SOCKDIR_MAP, MMP_COUNTERS_MAP,
 };
 
-int mmp_sockmap_open(const char *pin_dir, uint64_t max_queued, struct mmp_sockmap **out)
+static void sockmap_close(void *proc, bool keep);
+
+static int sockmap_open(const struct mmp_config *cfg, void **out)
 {
 	struct mmp_sockmap *sm;
 	struct bpf_map *map;
@@ -50,14 +56,14 @@ int mmp_sockmap_open(const char *pin_dir, uint64_t max_queued, struct mmp_sockma
 	sm = calloc(1, sizeof(*sm));
 	if (!sm)
 		return -ENOMEM;
-	snprintf(sm->pin_dir, sizeof(sm->pin_dir), "%s", pin_dir);
+	snprintf(sm->pin_dir, sizeof(sm->pin_dir), "%s", cfg->pin_dir);
 	sm->skel = sockmap_bpf__open();
 	if (!sm->skel) {
 		err = -errno;
 		pr_err("sockmap engine: failed to open the BPF object: %s", strerror(-err));
 		goto fail;
 	}
-	sm->skel->rodata->max_queued = max_queued;
+	sm->skel->rodata->max_queued = cfg->max_queued;
 	err = sockmap_bpf__load(sm->skel);
 	if (err) {
 		pr_err("sockmap engine: the kernel refused the verdict program or its maps: %s (needs a kernel with sockmap and CAP_BPF; rerun with -v 2 for the verifier log)",
@@ -89,12 +95,14 @@ int mmp_sockmap_open(const char *pin_dir, uint64_t max_queued, struct mmp_sockma
 	*out = sm;
 	return 0;
 fail:
-	mmp_sockmap_close(sm);
+	sockmap_close(sm, false);
 	return err;
 }
 
-void mmp_sockmap_close(struct mmp_sockmap *sm)
+static void sockmap_close(void *proc, bool keep)
 {
+	struct mmp_sockmap *sm = proc;
+
 	if (!sm)
 		return;
 	for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++)
@@ -103,16 +111,6 @@ void mmp_sockmap_close(struct mmp_sockmap *sm)
 		bpf_prog_detach2(sm->verdict_fd, sm->socks_fd, BPF_SK_SKB_STREAM_VERDICT);
 	sockmap_bpf__destroy(sm->skel);
 	free(sm);
-}
-
-int mmp_sockmap_wake_map_fd(const struct mmp_sockmap *sm)
-{
-	return sm->wake_fd;
-}
-
-int mmp_sockmap_wake_lost_fd(const struct mmp_sockmap *sm)
-{
-	return sm->wake_lost_fd;
 }
 
 /*
@@ -147,6 +145,18 @@ static void fill_addr(struct mmp_addr *a, const struct sockaddr_storage *ss)
 	}
 }
 
+#define SM(c) ((struct mmp_sockmap_conn *)(c)->ctx)
+
+static struct mmp_sockmap *sm_of(const struct mmp_conn *c)
+{
+	return c->engine->proc;
+}
+
+static struct mmp_sockmap_wake *wake_of(const struct mmp_conn *c)
+{
+	return c->engine->worker;
+}
+
 static int fd_of(struct mmp_conn *c, int i)
 {
 	return i == 0 ? c->client.fd : c->upstream.fd;
@@ -170,7 +180,7 @@ static void delete_entries(struct mmp_sockmap *sm, const uint64_t cookie[2])
 /* Write the flow and per-socket entries, and the peers map. Nothing is live yet. */
 static int prepare_entries(struct mmp_sockmap *sm, int worker, struct mmp_conn *c)
 {
-	struct mmp_sockmap_conn *s = &c->sm;
+	struct mmp_sockmap_conn *s = c->ctx;
 	struct mmp_flow flow = { 0 };
 	int64_t base_up, base_client;
 	int fds[2] = { c->client.fd, c->upstream.fd };
@@ -219,22 +229,25 @@ static void kick(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
 }
 
-int mmp_sockmap_start(struct mmp_worker *w, struct mmp_conn *c)
+static int sockmap_start(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	struct mmp_sockmap *sm = w->sockmap;
-	struct mmp_sockmap_conn *s = &c->sm;
+	struct mmp_sockmap *sm = sm_of(c);
+	struct mmp_sockmap_conn *s = calloc(1, sizeof(*s));
 	uint64_t fd;
 	int err;
 
-	memset(s, 0, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->conn = c;
+	c->ctx = s;
 	err = mmp_sock_cookie(c->client.fd, &s->cookie[0]);
 	if (!err)
 		err = mmp_sock_cookie(c->upstream.fd, &s->cookie[1]);
 	if (!err)
-		err = prepare_entries(sm, w->id, c);
+		err = prepare_entries(sm, loop->id, c);
 	/* Indexed before anything is live: a pause notification may follow the kick at once. */
 	if (!err)
-		err = mmp_sockmap_wake_add(w->sockmap_wake, c);
+		err = mmp_sockmap_wake_add(wake_of(c), s);
 	if (err)
 		goto fallback;
 
@@ -247,28 +260,28 @@ int mmp_sockmap_start(struct mmp_worker *w, struct mmp_conn *c)
 		err = -errno;
 		goto fallback;
 	}
-	c->engine = ENGINE_SOCKMAP;
 	fd = c->upstream.fd;
 	if (bpf_map_update_elem(sm->socks_fd, &s->cookie[1], &fd, BPF_NOEXIST)) {
 		/* The client's bytes may already be in flight: no way back to splice. */
 		pr_conn("sockmap engine: failed to insert the upstream socket: %s; resetting the connection",
 			strerror(errno));
-		mmp_conn_close(w, c, true, true);
+		mmp_conn_close(loop, c, true, true);
 		return 0;
 	}
 	kick(c->client.fd);
 	kick(c->upstream.fd);
 	/* No EPOLLIN: data is the kernel's business until a pause notification. */
-	if (mmp_worker_watch(w, &c->client, WATCH_IDLE) || mmp_worker_watch(w, &c->upstream, WATCH_IDLE)) {
-		mmp_conn_close(w, c, true, true);
+	if (mmp_loop_watch(loop, &c->client, WATCH_IDLE) || mmp_loop_watch(loop, &c->upstream, WATCH_IDLE)) {
+		mmp_conn_close(loop, c, true, true);
 		return 0;
 	}
-	atomic_fetch_add(&w->counters->sockmap_flows, 1);
+	mmp_count(loop->counters, MMP_TCP_CNT_sockmap_flows, 1);
 	return 0;
 fallback:
-	mmp_sockmap_wake_remove(w->sockmap_wake, c);
+	mmp_sockmap_wake_remove(wake_of(c), s);
 	delete_entries(sm, s->cookie);
-	memset(s, 0, sizeof(*s));
+	free(s);
+	c->ctx = NULL;
 	return err;
 }
 
@@ -276,7 +289,7 @@ static int lookup_dir(struct mmp_sockmap *sm, struct mmp_conn *c, int i, struct 
 {
 	struct mmp_flow flow;
 
-	if (bpf_map_lookup_elem(sm->flows_fd, &c->sm.cookie[0], &flow))
+	if (bpf_map_lookup_elem(sm->flows_fd, &SM(c)->cookie[0], &flow))
 		return -errno;
 	*d = i == 0 ? flow.up : flow.down;
 	return 0;
@@ -287,7 +300,7 @@ static bool redirects_drained(struct mmp_conn *c, int i, const struct mmp_flow_d
 {
 	int64_t written = bytes_written(fd_of(c, 1 - i));
 
-	return written >= 0 && (uint64_t)written - d->peer_base >= d->redirected + c->sm.forwarded[i];
+	return written >= 0 && (uint64_t)written - d->peer_base >= d->redirected + SM(c)->forwarded[i];
 }
 
 enum step_result {
@@ -297,16 +310,16 @@ enum step_result {
 	STEP_RESET_DST, /* the source failed: reset the destination side */
 };
 
-static int publish_forwarded(struct mmp_worker *w, struct mmp_conn *c, int i)
+static int publish_forwarded(struct mmp_loop *loop, struct mmp_conn *c, int i)
 {
 	struct mmp_sockdir sd = {
-		.flow = c->sm.cookie[0],
+		.flow = SM(c)->cookie[0],
 		.dir = i == 0 ? MMP_DIR_UP : MMP_DIR_DOWN,
-		.worker = (__u32)w->id,
-		.forwarded = c->sm.forwarded[i],
+		.worker = (__u32)loop->id,
+		.forwarded = SM(c)->forwarded[i],
 	};
 
-	return bpf_map_update_elem(w->sockmap->sockdir_fd, &c->sm.cookie[i], &sd, BPF_EXIST) ? -errno : 0;
+	return bpf_map_update_elem(sm_of(c)->sockdir_fd, &SM(c)->cookie[i], &sd, BPF_EXIST) ? -errno : 0;
 }
 
 /*
@@ -315,11 +328,11 @@ static int publish_forwarded(struct mmp_worker *w, struct mmp_conn *c, int i)
  * held-back byte was forwarded, and the next one notifies through the ring.
  * (The events include EPOLLOUT while the socket waits to be written to.)
  */
-static int watch_held(struct mmp_worker *w, struct mmp_conn *c, int i, bool want)
+static int watch_held(struct mmp_loop *loop, struct mmp_conn *c, int i, bool want)
 {
 	struct mmp_endpoint *ep = ep_of(c, i);
 
-	return mmp_worker_watch(w, ep, (ep->events & EPOLLOUT) | WATCH_IDLE | (want ? EPOLLIN : 0));
+	return mmp_loop_watch(loop, ep, (ep->events & EPOLLOUT) | WATCH_IDLE | (want ? EPOLLIN : 0));
 }
 
 /*
@@ -327,9 +340,9 @@ static int watch_held(struct mmp_worker *w, struct mmp_conn *c, int i, bool want
  * may only be written once the kernel's own redirects of that direction are
  * in the peer's send queue, or they would overtake them.
  */
-static enum step_result forward_held(struct mmp_worker *w, struct mmp_conn *c, int i)
+static enum step_result forward_held(struct mmp_loop *loop, struct mmp_conn *c, int i)
 {
-	struct mmp_sockmap_conn *s = &c->sm;
+	struct mmp_sockmap_conn *s = c->ctx;
 	struct mmp_flow_dir d;
 	int dst = fd_of(c, 1 - i);
 
@@ -341,21 +354,21 @@ static enum step_result forward_held(struct mmp_worker *w, struct mmp_conn *c, i
 			n = send(dst, s->buf[i] + s->buf_off[i], buffered, MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (n < 0) {
 				if (errno == EAGAIN) {
-					mmp_worker_watch(w, ep_of(c, 1 - i), ep_of(c, 1 - i)->events | EPOLLOUT);
+					mmp_loop_watch(loop, ep_of(c, 1 - i), ep_of(c, 1 - i)->events | EPOLLOUT);
 					return STEP_DONE;
 				}
 				return STEP_RESET_SRC;
 			}
 			s->buf_off[i] += n;
 			s->forwarded[i] += n;
-			if (publish_forwarded(w, c, i))
+			if (publish_forwarded(loop, c, i))
 				return STEP_RESET_DST;
 			continue;
 		}
-		if (lookup_dir(w->sockmap, c, i, &d))
+		if (lookup_dir(sm_of(c), c, i, &d))
 			return STEP_RESET_DST;
 		s->holding[i] = d.passed > s->forwarded[i];
-		if (watch_held(w, c, i, d.paused || s->holding[i]))
+		if (watch_held(loop, c, i, d.paused || s->holding[i]))
 			return STEP_RESET_DST;
 		if (!s->holding[i])
 			return STEP_DONE;
@@ -379,66 +392,66 @@ static enum step_result forward_held(struct mmp_worker *w, struct mmp_conn *c, i
 }
 
 /* Has every byte before socket i's FIN reached the peer's send queue? */
-static bool direction_complete(struct mmp_worker *w, struct mmp_conn *c, int i)
+static bool direction_complete(struct mmp_loop *loop, struct mmp_conn *c, int i)
 {
 	struct mmp_flow_dir d;
 	struct tcp_info ti;
 
-	if (lookup_dir(w->sockmap, c, i, &d) || mmp_tcp_info(fd_of(c, i), &ti))
+	if (lookup_dir(sm_of(c), c, i, &d) || mmp_tcp_info(fd_of(c, i), &ti))
 		return false;
 	/* bytes_received counts the FIN as one byte. */
 	if (d.consumed + 1 < ti.tcpi_bytes_received)
 		return false;
-	if (d.passed != c->sm.forwarded[i] || c->sm.buf_off[i] != c->sm.buf_len[i])
+	if (d.passed != SM(c)->forwarded[i] || SM(c)->buf_off[i] != SM(c)->buf_len[i])
 		return false;
 	return redirects_drained(c, i, &d);
 }
 
-static void reset_pair(struct mmp_worker *w, struct mmp_conn *c, bool reset_client, const char *why)
+static void reset_pair(struct mmp_loop *loop, struct mmp_conn *c, bool reset_client, const char *why)
 {
-	atomic_fetch_add(&w->counters->resets_forwarded, 1);
+	mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
 	pr_debug("sockmap: %s failed (%s: %s), forwarding a reset", reset_client ? "upstream" : "client", why,
 		 strerror(errno));
-	mmp_conn_close(w, c, reset_client, !reset_client);
+	mmp_conn_close(loop, c, reset_client, !reset_client);
 }
 
 /* Advance both directions: held-back bytes, FIN forwarding, close. */
-static void progress(struct mmp_worker *w, struct mmp_conn *c)
+static void sockmap_progress(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	struct mmp_sockmap_conn *s = &c->sm;
+	struct mmp_sockmap_conn *s = c->ctx;
 	bool wait = false;
 
 	for (int i = 0; i < 2; i++) {
-		enum step_result r = forward_held(w, c, i);
+		enum step_result r = forward_held(loop, c, i);
 
 		if (r == STEP_RESET_SRC || r == STEP_RESET_DST) {
 			/* i = 0: src is the client; reset the side that did not fail. */
-			reset_pair(w, c, (i == 0) == (r == STEP_RESET_SRC), "forwarding held-back bytes");
+			reset_pair(loop, c, (i == 0) == (r == STEP_RESET_SRC), "forwarding held-back bytes");
 			return;
 		}
 		wait |= r == STEP_WAIT;
 		if (!s->fin[i] || s->shut[i])
 			continue;
-		if (!direction_complete(w, c, i)) {
+		if (!direction_complete(loop, c, i)) {
 			wait = true;
 			continue;
 		}
 		/* Every byte is in the peer's send queue: the FIN follows them. */
 		if (shutdown(fd_of(c, 1 - i), SHUT_WR) && errno != ENOTCONN) {
-			reset_pair(w, c, i == 0, "shutdown");
+			reset_pair(loop, c, i == 0, "shutdown");
 			return;
 		}
 		s->shut[i] = true;
 	}
 	if (s->shut[0] && s->shut[1]) {
-		mmp_conn_close(w, c, false, false);
+		mmp_conn_close(loop, c, false, false);
 		return;
 	}
 	if (wait)
-		mmp_worker_poll_add(w, c);
+		mmp_loop_poll_add(loop, c);
 }
 
-void mmp_sockmap_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endpoint *ep, uint32_t events)
+static void sockmap_event(struct mmp_loop *loop, struct mmp_conn *c, struct mmp_endpoint *ep, uint32_t events)
 {
 	int i = ep == &c->client ? 0 : 1;
 
@@ -449,30 +462,61 @@ void mmp_sockmap_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endp
 		getsockopt(ep->fd, SOL_SOCKET, SO_ERROR, &err, &len);
 		if (err) {
 			/* After our own shutdown an EPIPE is not a reset: ignore it. */
-			if (!(err == EPIPE && c->sm.shut[1 - i])) {
+			if (!(err == EPIPE && SM(c)->shut[1 - i])) {
 				errno = err;
-				reset_pair(w, c, i == 1, "socket error");
+				reset_pair(loop, c, i == 1, "socket error");
 				return;
 			}
 		}
 	}
 	if (events & EPOLLOUT)
-		mmp_worker_watch(w, ep, ep->events & ~EPOLLOUT);
+		mmp_loop_watch(loop, ep, ep->events & ~EPOLLOUT);
 	if (events & (EPOLLRDHUP | EPOLLHUP))
-		c->sm.fin[i] = true;
-	progress(w, c);
+		SM(c)->fin[i] = true;
+	sockmap_progress(loop, c);
 }
 
-void mmp_sockmap_poll(struct mmp_worker *w, struct mmp_conn *c)
+static void sockmap_release(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	progress(w, c);
+	struct mmp_sockmap_conn *s = c->ctx;
+
+	if (!s)
+		return;
+	mmp_sockmap_wake_remove(wake_of(c), s);
+	delete_entries(sm_of(c), s->cookie);
+	free(s->buf[0]);
+	free(s->buf[1]);
+	free(s);
+	c->ctx = NULL;
 }
 
-void mmp_sockmap_release(struct mmp_worker *w, struct mmp_conn *c)
+static int sockmap_worker_open(struct mmp_engine *e, struct mmp_loop *loop)
 {
-	mmp_sockmap_wake_remove(w->sockmap_wake, c);
-	delete_entries(w->sockmap, c->sm.cookie);
-	free(c->sm.buf[0]);
-	free(c->sm.buf[1]);
-	c->sm.buf[0] = c->sm.buf[1] = NULL;
+	const struct mmp_sockmap *sm = e->proc;
+	struct mmp_sockmap_wake_maps maps = {
+		.wake_fd = sm->wake_fd,
+		.lost_fd = sm->wake_lost_fd,
+		.on_flow = sockmap_progress,
+	};
+
+	return mmp_sockmap_wake_open(e, loop, &maps, (struct mmp_sockmap_wake **)&e->worker);
 }
+
+static void sockmap_worker_close(struct mmp_engine *e, struct mmp_loop *loop)
+{
+	mmp_sockmap_wake_close(e->worker);
+	e->worker = NULL;
+}
+
+const struct mmp_engine_ops mmp_sockmap_ops = {
+	.name = "sockmap",
+	.flags = MMP_ENGINE_F_STRIPS_HEADER,
+	.open = sockmap_open,
+	.close = sockmap_close,
+	.worker_open = sockmap_worker_open,
+	.worker_close = sockmap_worker_close,
+	.start = sockmap_start,
+	.event = sockmap_event,
+	.poll = sockmap_progress,
+	.release = sockmap_release,
+};

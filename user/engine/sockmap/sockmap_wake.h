@@ -11,21 +11,30 @@
 
 #include "core/conn.h"
 
-struct mmp_sockmap;
+struct mmp_conn;
+struct mmp_engine;
+struct mmp_loop;
+struct mmp_sockmap_conn;
 struct mmp_sockmap_wake;
-struct mmp_worker;
 
 /*
- * Create the worker's ring, install it at mmp_wake[w->id] and watch it on
- * w->epfd with the returned pointer as epoll data. Returns 0 or a negative
- * errno after logging.
+ * Create the loop's ring, install it at mmp_wake[loop->id] and watch it on
+ * the loop. e is this loop's sockmap engine. Returns 0 or a negative errno
+ * after logging.
  */
-int mmp_sockmap_wake_open(struct mmp_sockmap *sm, struct mmp_worker *w, struct mmp_sockmap_wake **out);
+struct mmp_sockmap_wake_maps {
+	int wake_fd; /* mmp_wake: the rings, by loop */
+	int lost_fd; /* mmp_wake_lost: notifications lost, by loop */
+	void (*on_flow)(struct mmp_loop *loop, struct mmp_conn *c); /* re-check one flow */
+};
+
+int mmp_sockmap_wake_open(struct mmp_engine *e, struct mmp_loop *loop, const struct mmp_sockmap_wake_maps *maps,
+			  struct mmp_sockmap_wake **out);
 void mmp_sockmap_wake_close(struct mmp_sockmap_wake *wk);
 
-/* Index a connection by its flow key (c->sm.cookie[0]) before it goes live; forget it. */
-int mmp_sockmap_wake_add(struct mmp_sockmap_wake *wk, struct mmp_conn *c);
-void mmp_sockmap_wake_remove(struct mmp_sockmap_wake *wk, struct mmp_conn *c);
+/* Index a connection by its flow key (s->cookie[0]) before it goes live; forget it. */
+int mmp_sockmap_wake_add(struct mmp_sockmap_wake *wk, struct mmp_sockmap_conn *s);
+void mmp_sockmap_wake_remove(struct mmp_sockmap_wake *wk, struct mmp_sockmap_conn *s);
 
 /* The ring is readable: re-check each notified connection, or all of them if notifications were lost. */
 void mmp_sockmap_wake_run(struct mmp_sockmap_wake *wk);

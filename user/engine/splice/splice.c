@@ -5,10 +5,14 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <stdlib.h>
+#include "core/counters.h"
+#include "core/lifecycle.h"
+#include "core/loop.h"
+#include "engine/engine.h"
+#include "engine/splice/splice.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
-#include "engine/splice/splice.h"
-#include "tcp/worker.h"
 
 /* Bytes a pipe may hold; F_SETPIPE_SZ raises it from 64 KiB when allowed. */
 #define PIPE_BYTES (256 * 1024)
@@ -20,6 +24,25 @@ enum pump_result {
 	PUMP_RESET_SRC, /* dst failed (reset/EPIPE): reset the source side */
 	PUMP_RESET_DST, /* src was reset: reset the destination side */
 };
+
+/* One direction: bytes from src through a pipe to dst. */
+struct mmp_splice_dir {
+	int pipe_rd, pipe_wr; /* -1 while not open */
+	size_t cap; /* the pipe's size */
+	size_t in_pipe; /* bytes read from src not yet written to dst */
+	bool src_eof; /* src sent FIN */
+	bool dst_shut; /* FIN forwarded to dst after every byte */
+};
+
+/* The engine's per-connection context: 0 = client -> upstream, 1 = upstream -> client. */
+struct mmp_splice_conn {
+	struct mmp_splice_dir dir[2];
+};
+
+static struct mmp_splice_dir *dir_of(const struct mmp_conn *c, int i)
+{
+	return &((struct mmp_splice_conn *)c->ctx)->dir[i];
+}
 
 static int open_pipe(struct mmp_splice_dir *d)
 {
@@ -36,17 +59,21 @@ static int open_pipe(struct mmp_splice_dir *d)
 	return 0;
 }
 
-void mmp_splice_release(struct mmp_conn *c)
+/* Closes only the pipes this engine opened: a context is born with every fd at -1. */
+static void splice_release(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	for (int i = 0; i < 2; i++) {
-		struct mmp_splice_dir *d = &c->dir[i];
+	struct mmp_splice_conn *s = c->ctx;
 
-		if (d->pipe_rd >= 0)
-			close(d->pipe_rd);
-		if (d->pipe_wr >= 0)
-			close(d->pipe_wr);
-		d->pipe_rd = d->pipe_wr = -1;
+	if (!s)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (s->dir[i].pipe_rd >= 0)
+			close(s->dir[i].pipe_rd);
+		if (s->dir[i].pipe_wr >= 0)
+			close(s->dir[i].pipe_wr);
 	}
+	free(s);
+	c->ctx = NULL;
 }
 
 static bool is_reset(int err)
@@ -116,55 +143,63 @@ static uint32_t interest(const struct mmp_splice_dir *rd, const struct mmp_splic
 
 static bool finished(const struct mmp_conn *c)
 {
-	return c->dir[0].dst_shut && c->dir[1].dst_shut;
+	return dir_of(c, 0)->dst_shut && dir_of(c, 1)->dst_shut;
 }
 
 /* Pump both directions, then close, reset, or re-arm epoll. */
-static void step(struct mmp_worker *w, struct mmp_conn *c)
+static void step(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	char a[MMP_ADDRSTRLEN];
 	enum pump_result r0, r1;
 
-	r0 = pump(&c->dir[0], c->client.fd, c->upstream.fd);
-	r1 = r0 == PUMP_OK ? pump(&c->dir[1], c->upstream.fd, c->client.fd) : PUMP_OK;
+	r0 = pump(dir_of(c, 0), c->client.fd, c->upstream.fd);
+	r1 = r0 == PUMP_OK ? pump(dir_of(c, 1), c->upstream.fd, c->client.fd) : PUMP_OK;
 	if (r0 != PUMP_OK || r1 != PUMP_OK) {
 		/* dir 0 runs client -> upstream, dir 1 upstream -> client. */
 		bool reset_client = r0 == PUMP_RESET_SRC || r1 == PUMP_RESET_DST;
 
-		atomic_fetch_add(&w->counters->resets_forwarded, 1);
+		mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
 		pr_debug("client %s: %s reset, forwarding the reset",
-			 mmp_fmt_addr((const void *)(c->src_addr.ss_family ? &c->src_addr : &c->lb_addr), a),
-			 reset_client ? "upstream" : "client");
-		mmp_conn_close(w, c, reset_client, !reset_client);
+			 mmp_conn_client_name(c, a), reset_client ? "upstream" : "client");
+		mmp_conn_close(loop, c, reset_client, !reset_client);
 		return;
 	}
 	if (finished(c)) {
-		pr_debug("client %s: closed in both directions",
-			 mmp_fmt_addr((const void *)(c->src_addr.ss_family ? &c->src_addr : &c->lb_addr), a));
-		mmp_conn_close(w, c, false, false);
+		pr_debug("client %s: closed in both directions", mmp_conn_client_name(c, a));
+		mmp_conn_close(loop, c, false, false);
 		return;
 	}
-	if (mmp_worker_watch(w, &c->client, interest(&c->dir[0], &c->dir[1])) ||
-	    mmp_worker_watch(w, &c->upstream, interest(&c->dir[1], &c->dir[0])))
-		mmp_conn_close(w, c, true, true);
+	if (mmp_loop_watch(loop, &c->client, interest(dir_of(c, 0), dir_of(c, 1))) ||
+	    mmp_loop_watch(loop, &c->upstream, interest(dir_of(c, 1), dir_of(c, 0))))
+		mmp_conn_close(loop, c, true, true);
 }
 
-void mmp_splice_start(struct mmp_worker *w, struct mmp_conn *c)
+static int splice_start(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	int err = open_pipe(&c->dir[0]);
+	struct mmp_splice_conn *s = calloc(1, sizeof(*s));
+	int err;
 
+	if (!s) {
+		pr_err("out of memory for a spliced connection");
+		mmp_conn_close(loop, c, true, true);
+		return 0;
+	}
+	s->dir[0].pipe_rd = s->dir[0].pipe_wr = s->dir[1].pipe_rd = s->dir[1].pipe_wr = -1;
+	c->ctx = s;
+	err = open_pipe(&s->dir[0]);
 	if (!err)
-		err = open_pipe(&c->dir[1]);
+		err = open_pipe(&s->dir[1]);
 	if (err) {
 		pr_err("failed to create splice pipes: %s (raise the open-files limit)", strerror(-err));
-		mmp_conn_close(w, c, true, true);
-		return;
+		mmp_conn_close(loop, c, true, true);
+		return 0;
 	}
 	/* Bytes that came with the header are already queued: move them now. */
-	step(w, c);
+	step(loop, c);
+	return 0;
 }
 
-void mmp_splice_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endpoint *ep, uint32_t events)
+static void splice_event(struct mmp_loop *loop, struct mmp_conn *c, struct mmp_endpoint *ep, uint32_t events)
 {
 	if (events & EPOLLERR) {
 		int err = 0;
@@ -174,12 +209,26 @@ void mmp_splice_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_endpo
 		if (err && is_reset(err)) {
 			bool from_client = ep == &c->client;
 
-			atomic_fetch_add(&w->counters->resets_forwarded, 1);
+			mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
 			pr_debug("%s reset (%s), forwarding the reset", from_client ? "client" : "upstream",
 				 strerror(err));
-			mmp_conn_close(w, c, !from_client, from_client);
+			mmp_conn_close(loop, c, !from_client, from_client);
 			return;
 		}
 	}
-	step(w, c);
+	step(loop, c);
 }
+
+static void splice_drain_state(const struct mmp_conn *c, struct mmp_drain *d)
+{
+	d->buffered = dir_of(c, 0)->in_pipe + dir_of(c, 1)->in_pipe;
+	d->fin_seen = dir_of(c, 0)->src_eof || dir_of(c, 1)->src_eof;
+}
+
+const struct mmp_engine_ops mmp_splice_ops = {
+	.name = "splice",
+	.start = splice_start,
+	.event = splice_event,
+	.release = splice_release,
+	.drain_state = splice_drain_state,
+};

@@ -22,11 +22,12 @@
 #include <sys/socket.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "core/clock.h"
 #include "lib/clsact.h"
 #include "lib/log.h"
-#include "udp/udp_fast.h"
+#include "udp/fast/udp_fast.h"
 #include "udp/udp_flow.h"
-#include "udp/udp_maps.h"
+#include "udp/fast/udp_maps.h"
 
 #define UDP_TC_HANDLE 0x4d55 /* "MU"; the tc engine uses 0x4d4d */
 #define UDP_TC_PRIO 0x4d40
@@ -169,7 +170,7 @@ static bool sysctl_on(const char *path)
  * A remote LB's datagram, rewritten to go from the client to 127.0.0.1, is
  * redirected into lo ingress. The route lookup there drops it as a martian
  * (loopback destination, and a source our table-123 route makes local)
- * unless lo has route_localnet and accept_local (DESIGN §4). We do not
+ * unless lo has route_localnet and accept_local (docs/DESIGN.md §4). We do not
  * change them behind the operator's back: without them, remote LBs'
  * datagrams go through userspace and only their replies through the kernel.
  */
@@ -472,11 +473,8 @@ int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fas
 		}
 	}
 	if (st->last_ns) {
-		struct timespec now;
-		uint64_t now_ns;
+		uint64_t now_ns = mmp_now_ns();
 
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		now_ns = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
 		st->last_ns += coarse_tick_ns();
 		if (st->last_ns > now_ns)
 			st->last_ns = now_ns; /* never in the future: idle time is now - last */

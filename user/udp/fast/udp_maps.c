@@ -11,7 +11,7 @@
 #include "lib/log.h"
 #include "lib/pins.h"
 #include "udp/udp_flow.h"
-#include "udp/udp_maps.h"
+#include "udp/fast/udp_maps.h"
 #include "udp.skel.h"
 
 #ifndef ENOTSUPP

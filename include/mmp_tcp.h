@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * TCP mode's totals, shared by the control plane and bpf/counters.bpf.c,
+ * whose BTF-defined ARRAY mmp_tcp_cnt (one struct mmp_tcp_counters) the
+ * control plane writes once a second, so that `mmproxy-bpf stats` and
+ * `bpftool map dump pinned DIR/mmp_tcp_cnt` read them by name. One list
+ * (as UDP's in mmp_udp.h) gives the struct, the enum, the names and the
+ * descriptions; the label is the exit log's "totals:" wording.
+ */
+#ifndef MMP_TCP_H
+#define MMP_TCP_H
+
+#define MMP_TCP_COUNTERS_MAP "mmp_tcp_cnt"
+
+#define MMP_TCP_COUNTERS(X) \
+	X(accepted, "accepted", "connections accepted from load balancers")                                     \
+	X(refused_source, "refused source", "connections refused: load balancer not in the allowed subnets")          \
+	X(bad_header, "bad header", "connections closed: invalid PROXY header")                                  \
+	X(header_timeout, "header timeout", "connections closed: no complete PROXY header within --header-timeout")   \
+	X(upstream_failed, "upstream failed", "connections closed: the upstream connect failed or timed out")          \
+	X(spliced, "spliced", "connections handed to an engine")                                              \
+	X(resets_forwarded, "resets forwarded", "resets forwarded from one side to the other")                          \
+	X(active, "active", "connections open now")                                                          \
+	X(sockmap_flows, "sockmap", "connections handed to the sockmap engine")                                \
+	X(sockmap_fallbacks, "fallbacks", "connections the sockmap engine refused: spliced instead")             \
+	X(tc_flows, "tc", "flows the tc engine took over (spliced in the kernel)")                        \
+	X(tc_ineligible, "tc ineligible", "flows the tc engine could not take: stayed on splice")                    \
+	X(tc_aborted, "tc aborted", "tc hand-offs given up: the flow stayed on splice")                           \
+	X(tc_short, "tc short", "flows that ended on splice before their tc hand-off began")
+
+struct mmp_tcp_counters {
+#define MMP_TCP_X_FIELD(name, label, desc) __u64 name;
+	MMP_TCP_COUNTERS(MMP_TCP_X_FIELD)
+#undef MMP_TCP_X_FIELD
+};
+
+enum mmp_tcp_counter {
+#define MMP_TCP_X_ENUM(name, label, desc) MMP_TCP_CNT_##name,
+	MMP_TCP_COUNTERS(MMP_TCP_X_ENUM)
+#undef MMP_TCP_X_ENUM
+	MMP_TCP_CNT_MAX,
+};
+
+#endif

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A connection's life on its loop: creation, close, and closing them all at the end. */
+#ifndef MMP_LIFECYCLE_H
+#define MMP_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+#include "core/conn.h"
+
+struct mmp_loop;
+
+/* A new connection in CONN_HEADER owning the accepted fd; NULL when out of memory (fd untouched). */
+struct mmp_conn *mmp_conn_new(struct mmp_loop *loop, int fd, const struct sockaddr_storage *peer);
+/*
+ * Release the engines' state, close both sockets (reset: SO_LINGER 0, so the
+ * peer gets an RST) and queue c for freeing after the current batch.
+ */
+void mmp_conn_close(struct mmp_loop *loop, struct mmp_conn *c, bool reset_client, bool reset_upstream);
+/* Close every connection of the loop (before mmp_loop_close). */
+void mmp_conn_close_all(struct mmp_loop *loop);
+
+#endif

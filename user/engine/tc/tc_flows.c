@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The tc engine's flow table: tuples, claims on a client ip:port, and garbage collection. */
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "core/clock.h"
+#include "core/conn.h"
+#include "core/counters.h"
+#include "core/loop.h"
+#include "engine/tc/tc_internal.h"
+#include "lib/config.h"
+#include "lib/log.h"
+#include "lib/sockaddr.h"
+#include "mmp_tc.h"
+
+int mmp_tc_addr_of(int fd, bool peer, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+	int ret = peer ? getpeername(fd, (struct sockaddr *)ss, &len) : getsockname(fd, (struct sockaddr *)ss, &len);
+
+	if (ret)
+		return -errno;
+	mmp_unmap_v4(ss); /* the wire carries IPv4 for ::ffff:a.b.c.d */
+	return 0;
+}
+
+void mmp_tc_make_tuple(struct mmp_tc_tuple *t, const struct sockaddr_storage *src, const struct sockaddr_storage *dst)
+{
+	memset(t, 0, sizeof(*t));
+	if (src->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)src, *d = (const void *)dst;
+
+		t->family = 4;
+		t->sport = s->sin_port;
+		t->dport = d->sin_port;
+		memcpy(t->saddr, &s->sin_addr, 4);
+		memcpy(t->daddr, &d->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *s = (const void *)src, *d = (const void *)dst;
+
+		t->family = 6;
+		t->sport = s->sin6_port;
+		t->dport = d->sin6_port;
+		memcpy(t->saddr, &s->sin6_addr, 16);
+		memcpy(t->daddr, &d->sin6_addr, 16);
+	}
+}
+
+void mmp_tc_reverse_tuple(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t)
+{
+	*r = *t;
+	r->sport = t->dport;
+	r->dport = t->sport;
+	memcpy(r->saddr, t->daddr, 16);
+	memcpy(r->daddr, t->saddr, 16);
+}
+
+/* The four 4-tuples of a flow: [role] as in enum mmp_tc_role. */
+void mmp_tc_tuples_of_flow(const struct mmp_tc_flow *flow, struct flow_tuples *ft)
+{
+	mmp_tc_reverse_tuple(&ft->t[MMP_TC_ROLE_UP], &flow->down.out);
+	mmp_tc_reverse_tuple(&ft->t[MMP_TC_ROLE_DOWN], &flow->up.out);
+	ft->t[MMP_TC_ROLE_HOLD_CONN1] = flow->down.out;
+	ft->t[MMP_TC_ROLE_HOLD_CONN2] = flow->up.out;
+}
+
+/* Both sides sent a FIN, or one reset: nothing but stray segments can follow. */
+bool mmp_tc_flow_ended(const struct mmp_tc_stats *st)
+{
+	return st->rst || (st->fin[0] && st->fin[1]);
+}
+
+int mmp_tc_flow_tuples(struct mmp_conn *c, struct flow_tuples *ft)
+{
+	struct sockaddr_storage l, p, cl, u;
+	int err;
+
+	err = mmp_tc_addr_of(c->client.fd, true, &l);
+	if (!err)
+		err = mmp_tc_addr_of(c->client.fd, false, &p);
+	if (!err)
+		err = mmp_tc_addr_of(c->upstream.fd, false, &cl);
+	if (!err)
+		err = mmp_tc_addr_of(c->upstream.fd, true, &u);
+	if (err)
+		return err;
+	if (l.ss_family != cl.ss_family)
+		return -EAFNOSUPPORT;
+	mmp_tc_make_tuple(&ft->t[MMP_TC_ROLE_UP], &l, &p);
+	mmp_tc_make_tuple(&ft->t[MMP_TC_ROLE_DOWN], &u, &cl);
+	mmp_tc_make_tuple(&ft->t[MMP_TC_ROLE_HOLD_CONN1], &p, &l);
+	mmp_tc_make_tuple(&ft->t[MMP_TC_ROLE_HOLD_CONN2], &cl, &u);
+	return 0;
+}
+
+void mmp_tc_delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tuples *ft)
+{
+	for (int i = 0; i < 4; i++) {
+		struct mmp_tc_tuple_val tv;
+
+		/* A newer flow may already own this tuple (port reuse after RST): leave it. */
+		if (bpf_map_lookup_elem(tc->tuples_fd, &ft->t[i], &tv) == 0 && tv.flow == flow)
+			bpf_map_delete_elem(tc->tuples_fd, &ft->t[i]);
+	}
+	bpf_map_delete_elem(tc->flows_fd, &flow);
+	bpf_map_delete_elem(tc->stats_fd, &flow);
+}
+
+bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t)
+{
+	struct mmp_tc_tuple_val tv;
+	struct mmp_tc_stats st;
+	struct mmp_tc_flow flow;
+
+	if (bpf_map_lookup_elem(tc->tuples_fd, t, &tv))
+		return true; /* gone meanwhile */
+	if (bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow) == 0 &&
+	    bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) == 0 &&
+	    !(flow.mode == MMP_TC_MODE_SPLICE && mmp_tc_flow_ended(&st)))
+		return false;
+	bpf_map_delete_elem(tc->tuples_fd, t);
+	return true;
+}
+
+int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream)
+{
+	struct sockaddr_storage c, u;
+	struct mmp_tc_tuple down;
+	struct mmp_tc_tuple_val tv;
+	struct mmp_tc_stats st;
+	struct mmp_tc_flow flow;
+	struct flow_tuples ft;
+
+	memcpy(&c, client, mmp_sockaddr_len(client));
+	memcpy(&u, upstream, mmp_sockaddr_len(upstream));
+	mmp_unmap_v4(&c);
+	mmp_unmap_v4(&u);
+	if (c.ss_family != u.ss_family)
+		return 0;
+	mmp_tc_make_tuple(&down, &u, &c);
+	if (bpf_map_lookup_elem(tc->tuples_fd, &down, &tv) || tv.role != MMP_TC_ROLE_DOWN)
+		return 0;
+	if (bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) || bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow))
+		return 0;
+	/* A live spliced flow holds this ip:port, as a live socket would. */
+	if (!mmp_tc_flow_ended(&st))
+		return -EADDRINUSE;
+	mmp_tc_tuples_of_flow(&flow, &ft);
+	mmp_tc_delete_flow(tc, tv.flow, &ft);
+	return 0;
+}
+
+void mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
+{
+	uint64_t key, next, now = mmp_now_ns();
+	bool have = bpf_map_get_next_key(tc->stats_fd, NULL, &next) == 0;
+
+	while (have) {
+		struct mmp_tc_stats st;
+		struct mmp_tc_flow flow;
+		uint64_t idle;
+		bool done;
+
+		key = next;
+		have = bpf_map_get_next_key(tc->stats_fd, &key, &next) == 0;
+		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st) || bpf_map_lookup_elem(tc->flows_fd, &key, &flow))
+			continue;
+		if (flow.mode != MMP_TC_MODE_SPLICE)
+			continue; /* a hand-off in progress belongs to its worker */
+		/*
+		 * Regression: `now` is taken before the walk, and the programs keep
+		 * stamping last_seen meanwhile; an unsigned now - last_seen then
+		 * wrapped and removed busy flows (every one of them reset).
+		 */
+		idle = st.last_seen_ns && st.last_seen_ns < now ? now - st.last_seen_ns : 0;
+		done = mmp_tc_flow_ended(&st) && st.last_seen_ns && idle >= linger_ns;
+		/* Idle: no packet at all (keepalives count) for the idle timeout. */
+		if (!done && tc->idle_ns && idle > tc->idle_ns)
+			done = true;
+		if (done) {
+			struct flow_tuples ft;
+
+			mmp_tc_tuples_of_flow(&flow, &ft);
+			mmp_tc_delete_flow(tc, key, &ft);
+		}
+	}
+}
+

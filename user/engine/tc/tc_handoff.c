@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The tc engine's hand-off: HOLD, drain, FREEZE, SPLICE, close silently (tc_internal.h has the sequence). */
+#include <linux/sockios.h>
+#include <linux/tcp.h> /* TCP_REPAIR_* */
+#include <sys/ioctl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "core/clock.h"
+#include "core/lifecycle.h"
+#include "core/conn.h"
+#include "core/counters.h"
+#include "core/loop.h"
+#include "engine/tc/tc_internal.h"
+#include "lib/config.h"
+#include "lib/log.h"
+#include "lib/sockaddr.h"
+#include "mmp_tc.h"
+#include "engine/engine.h"
+#include "engine/tc/tc_packet.h"
+#include "lib/lo_sysctls.h"
+#include "lib/netlink.h"
+#include "lib/sockinfo.h"
+
+#define TCP_STATE_ESTABLISHED 1 /* include/net/tcp_states.h */
+#define OPT_MATCH (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_ECN | TCPI_OPT_WSCALE)
+
+/* NULL when the pair can be spliced at the packet level, else why not. */
+static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_cfg_mark)
+{
+	struct tcp_info a, b;
+	bool local_lb;
+	struct sockaddr_storage l;
+
+	if (mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
+		return "TCP_INFO failed";
+	if (a.tcpi_state != TCP_STATE_ESTABLISHED)
+		return "the load balancer's connection is not established (it half-closed or reset already)";
+	if (b.tcpi_state != TCP_STATE_ESTABLISHED)
+		return "the upstream connection is not established (it half-closed or reset already)";
+	if ((a.tcpi_options & OPT_MATCH) != (b.tcpi_options & OPT_MATCH))
+		return "the two connections negotiated different options (timestamps, SACK, ECN or window scaling)";
+	if ((b.tcpi_options & TCPI_OPT_WSCALE) && b.tcpi_rcv_wscale < a.tcpi_snd_wscale)
+		return "the upstream connection's window scale is below the load balancer's";
+	if (w_cfg_mark)
+		return "SO_MARK (-m) is set: marks and netfilter do not apply to packet-level splicing";
+	if (mmp_tc_addr_of(c->client.fd, true, &l))
+		return "getpeername failed";
+	/* A remote load balancer needs the hooks on the interface its packets use. */
+	local_lb = mmp_is_local_addr(&l);
+	T(c)->oif = 0;
+	if (!local_lb) {
+		int oif = mmp_route_oif(&l);
+
+		if (oif <= 0)
+			return "no route back to the load balancer";
+		for (int i = 1; i < tc->nifaces; i++)
+			if (tc->ifindex[i] == oif)
+				T(c)->oif = oif;
+		if (!T(c)->oif)
+			return "the load balancer's interface is not hooked (add it with --iface)";
+		/*
+		 * Its packets are redirected into lo without a route. Early demux
+		 * lends them the upstream socket's cached one, but any routing
+		 * change in the namespace invalidates that; from then on every
+		 * packet is routed, and dropped as a martian (127/8 without
+		 * route_localnet) unless lo allows it: the flow would stall for good.
+		 */
+		if (l.ss_family == AF_INET && !mmp_lo_sysctls_ok())
+			return "lo's route_localnet/accept_local are off, so packets from a remote load balancer cannot be redirected into lo (fix: mmproxy-bpf setup-routing)";
+	}
+	return NULL;
+}
+
+void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	struct mmp_tc *tc = tc_of(c);
+	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_HOLD };
+	struct mmp_tc_stats st = { 0 };
+	struct flow_tuples ft;
+	char a[MMP_ADDRSTRLEN];
+	const char *why;
+
+	if (c->state != CONN_SPLICING)
+		return;
+	why = ineligible(tc, c, tc->cfg->mark);
+	if (!why && mmp_tc_flow_tuples(c, &ft))
+		why = "the two connections are of different IP families";
+	if (!why && mmp_sock_cookie(c->client.fd, &T(c)->flow))
+		why = "SO_COOKIE failed";
+	if (why) {
+		mmp_count(loop->counters, MMP_TCP_CNT_tc_ineligible, 1);
+		pr_debug("tc engine: client %s stays on splice: %s", mmp_conn_client_name(c, a), why);
+		return;
+	}
+	if (bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_NOEXIST) ||
+	    bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
+		goto full;
+	for (int i = 0; i < 4; i++) {
+		struct mmp_tc_tuple_val tv = { .flow = T(c)->flow, .role = i };
+
+		if (bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST) &&
+		    (errno != EEXIST || !mmp_tc_forget_stale_tuple(tc, &ft.t[i]) ||
+		     bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST)))
+			goto full;
+	}
+	memcpy(T(c)->tuples, ft.t, sizeof(T(c)->tuples));
+	T(c)->holding = true;
+	T(c)->attempts++;
+	T(c)->quiet = 0;
+	T(c)->start_ns = mmp_now_ns();
+	T(c)->deadline_ms = mmp_now_ms() + HOLD_TIMEOUT_MS;
+	mmp_loop_poll_add(loop, c);
+	return;
+full:
+	/* Never evict a live flow: a full map only means this one stays on splice. */
+	mmp_count(loop->counters, MMP_TCP_CNT_tc_ineligible, 1);
+	pr_conn("tc engine: flow maps full or entry exists (%s); client %s stays on splice (raise --tc-max-flows)",
+		strerror(errno), mmp_conn_client_name(c, a));
+	mmp_tc_delete_flow(tc, T(c)->flow, &ft);
+}
+
+void mmp_tc_abort(struct mmp_loop *loop, struct mmp_conn *c, const char *why)
+{
+	struct flow_tuples ft;
+	char a[MMP_ADDRSTRLEN];
+
+	if (!T(c)->holding)
+		return;
+	T(c)->holding = false;
+	/*
+	 * The tuples saved at the start, not getsockname(): a socket that died
+	 * has no name any more, and its entries would leak (regression).
+	 * The proxy's sockets advertised a zero window: splice's next ACKs reopen it.
+	 */
+	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
+	mmp_tc_delete_flow(tc_of(c), T(c)->flow, &ft);
+	mmp_count(loop->counters, MMP_TCP_CNT_tc_aborted, 1);
+	pr_debug("tc engine: hand-off of client %s aborted (%s): staying on splice", mmp_conn_client_name(c, a), why);
+}
+
+static int queue_bytes(int fd, unsigned long req)
+{
+	int n = 0;
+
+	return ioctl(fd, req, &n) ? -1 : n;
+}
+
+/* Nothing queued anywhere: both sockets' receive and send queues, and what the flow's engine buffers. */
+static bool quiet(struct mmp_conn *c)
+{
+	struct mmp_drain d;
+
+	mmp_engine_drain_state(c, &d);
+	return d.buffered == 0 && queue_bytes(c->client.fd, SIOCINQ) == 0 &&
+	       queue_bytes(c->client.fd, SIOCOUTQ) == 0 && queue_bytes(c->upstream.fd, SIOCINQ) == 0 &&
+	       queue_bytes(c->upstream.fd, SIOCOUTQ) == 0;
+}
+
+struct frozen {
+	uint32_t rcv_nxt, write_seq, tsval;
+	struct tcp_repair_window win;
+	struct tcp_info ti;
+};
+
+static int set_repair(int fd, int on)
+{
+	return setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)) ? -errno : 0;
+}
+
+static int read_frozen(int fd, struct frozen *f)
+{
+	int q = TCP_RECV_QUEUE;
+	socklen_t len = sizeof(uint32_t);
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
+	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->rcv_nxt, &len))
+		return -errno;
+	q = TCP_SEND_QUEUE;
+	len = sizeof(uint32_t);
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
+	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->write_seq, &len))
+		return -errno;
+	len = sizeof(uint32_t);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &f->tsval, &len))
+		return -errno;
+	len = sizeof(f->win);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_REPAIR_WINDOW, &f->win, &len))
+		return -errno;
+	return mmp_tcp_info(fd, &f->ti);
+}
+
+static uint8_t wscale(const struct tcp_info *ti, bool snd)
+{
+	if (!(ti->tcpi_options & TCPI_OPT_WSCALE))
+		return 0;
+	return snd ? ti->tcpi_snd_wscale : ti->tcpi_rcv_wscale;
+}
+
+/* Both directions' translation from the frozen state (1 = conn1 L<->P, 2 = conn2 C<->U). */
+static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, const struct frozen *f1,
+		       const struct frozen *f2)
+{
+	bool ts = f1->ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+	bool sack = f1->ti.tcpi_options & TCPI_OPT_SACK;
+
+	memset(flow, 0, sizeof(*flow));
+	flow->mode = MMP_TC_MODE_SPLICE;
+	/* L->P becomes C->U: L's bytes continue conn2's stream; L's acks cover U's bytes. */
+	flow->up.out = ft->t[MMP_TC_ROLE_HOLD_CONN2];
+	flow->up.seq_delta = f2->write_seq - f1->rcv_nxt;
+	flow->up.ack_delta = f2->rcv_nxt - f1->write_seq;
+	flow->up.ts_base = f2->tsval + TS_MARGIN;
+	flow->up.wscale_in = wscale(&f1->ti, true);
+	flow->up.wscale_out = wscale(&f2->ti, false);
+	/* U->C becomes P->L. */
+	flow->down.out = ft->t[MMP_TC_ROLE_HOLD_CONN1];
+	flow->down.seq_delta = f1->write_seq - f2->rcv_nxt;
+	flow->down.ack_delta = f1->rcv_nxt - f2->write_seq;
+	flow->down.ts_base = f1->tsval + TS_MARGIN;
+	flow->down.wscale_in = wscale(&f2->ti, true);
+	flow->down.wscale_out = wscale(&f1->ti, false);
+	flow->up.timestamps = flow->down.timestamps = ts;
+	flow->up.sack = flow->down.sack = sack;
+}
+
+/*
+ * The peers sat on a zero window: tell each the real window of the far end,
+ * in its own scale, with an in-window pure ACK. Client first.
+ */
+static void send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flow, const struct frozen *f1,
+				const struct frozen *f2)
+{
+	struct mmp_tc_ack to_lb = {
+		.tuple = flow->down.out,
+		.seq = f1->write_seq,
+		.ack = f1->rcv_nxt,
+		.window = f2->win.snd_wnd >> wscale(&f1->ti, false),
+		.timestamps = flow->down.timestamps,
+		.tsval = flow->down.ts_base,
+	};
+	struct mmp_tc_ack to_up = {
+		.tuple = flow->up.out,
+		.seq = f2->write_seq,
+		.ack = f2->rcv_nxt,
+		.window = f1->win.snd_wnd >> wscale(&f2->ti, false),
+		.timestamps = flow->up.timestamps,
+		.tsval = flow->up.ts_base,
+	};
+	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
+	int err;
+
+	err = mmp_tc_send_ack(fd, &to_lb);
+	if (!err)
+		err = mmp_tc_send_ack(fd, &to_up);
+	if (err)
+		pr_conn("tc engine: failed to send a window update: %s (the peers recover by window probes)",
+			strerror(-err));
+}
+
+/*
+ * An RST that arrived between the state check and the SPLICE write hit a
+ * frozen socket: nothing will ever translate it. Reset the other peer
+ * ourselves and forget the flow. Returns true when that happened.
+ */
+static bool reset_during_switch(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_tc_flow *flow,
+				const struct frozen *f1, const struct frozen *f2, const struct flow_tuples *ft)
+{
+	struct mmp_tc *tc = tc_of(c);
+	struct tcp_info a, b;
+	struct mmp_tc_ack rst = { .flags = 0x14 }; /* RST|ACK */
+	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
+	char name[MMP_ADDRSTRLEN];
+
+	if (mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
+		return false;
+	if (a.tcpi_state == TCP_STATE_ESTABLISHED && b.tcpi_state == TCP_STATE_ESTABLISHED)
+		return false;
+	if (a.tcpi_state != TCP_STATE_ESTABLISHED) {
+		/* The load balancer reset conn1: reset the upstream, from the client. */
+		rst.tuple = flow->up.out;
+		rst.seq = f2->write_seq;
+		rst.ack = f2->rcv_nxt;
+	} else {
+		rst.tuple = flow->down.out;
+		rst.seq = f1->write_seq;
+		rst.ack = f1->rcv_nxt;
+	}
+	mmp_tc_send_ack(fd, &rst);
+	mmp_tc_delete_flow(tc, T(c)->flow, ft);
+	T(c)->holding = false;
+	pr_debug("tc engine: hand-off of client %s aborted (a reset arrived during the switch): forwarded it",
+		 mmp_conn_client_name(c, name));
+	mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
+	/* The hand-off has an outcome like any other: every flow is counted once. */
+	mmp_count(loop->counters, MMP_TCP_CNT_tc_aborted, 1);
+	mmp_conn_close(loop, c, false, false);
+	return true;
+}
+
+/* Freeze both sockets, switch the flow to SPLICE, close the sockets silently. */
+static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	struct mmp_tc *tc = tc_of(c);
+	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_FREEZE };
+	struct mmp_tc_stats st = { 0 };
+	struct flow_tuples ft;
+	struct frozen f1, f2;
+	char a[MMP_ADDRSTRLEN];
+	uint64_t took_us;
+
+	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
+	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
+		mmp_tc_abort(loop, c, "flow entry vanished");
+		return;
+	}
+	/*
+	 * A segment another CPU let through just before FREEZE is still on its
+	 * way into the socket: give it time to land, so the state we read next
+	 * includes it (or quiet() below sees it and aborts).
+	 */
+	usleep(FREEZE_SETTLE_US);
+	/*
+	 * A FIN or RST that reached a socket before the freeze leaves it not
+	 * ESTABLISHED: that flow stays on splice, which forwards it.
+	 */
+	if (set_repair(c->client.fd, 1) || set_repair(c->upstream.fd, 1) || read_frozen(c->client.fd, &f1) ||
+	    read_frozen(c->upstream.fd, &f2) || !quiet(c) || f1.ti.tcpi_state != TCP_STATE_ESTABLISHED ||
+	    f2.ti.tcpi_state != TCP_STATE_ESTABLISHED) {
+		/* Rare: back to the live sockets; leaving repair mode sends a window probe. */
+		set_repair(c->client.fd, 0);
+		set_repair(c->upstream.fd, 0);
+		mmp_tc_abort(loop, c, "freezing failed or data arrived while freezing");
+		return;
+	}
+	build_flow(&flow, &ft, &f1, &f2);
+	if (T(c)->oif) {
+		/* Remote load balancer: its packets come in on tc_oif and go into lo; replies go out tc_oif. */
+		flow.up.redirect_ifindex = tc->ifindex[0];
+		flow.up.redirect_ingress = 1;
+		flow.down.redirect_ifindex = T(c)->oif;
+	}
+	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
+	st.last_seen_ns = mmp_now_ns();
+	bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_EXIST);
+	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
+		set_repair(c->client.fd, 0);
+		set_repair(c->upstream.fd, 0);
+		mmp_tc_abort(loop, c, "switching the flow failed");
+		return;
+	}
+	/* The proxy's own tuples are gone with its sockets; the window updates reuse them. */
+	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN1]);
+	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN2]);
+	if (reset_during_switch(loop, c, &flow, &f1, &f2, &ft))
+		return;
+	T(c)->holding = false;
+	took_us = (mmp_now_ns() - T(c)->start_ns) / 1000;
+	mmp_count(loop->counters, MMP_TCP_CNT_tc_flows, 1);
+	pr_debug("tc engine: client %s spliced in the kernel after %llu us (seq +%u/+%u, wscale %u>%u %u>%u)",
+		 mmp_conn_client_name(c, a), (unsigned long long)took_us, flow.up.seq_delta, flow.down.seq_delta,
+		 flow.up.wscale_in, flow.up.wscale_out, flow.down.wscale_in, flow.down.wscale_out);
+	/* Closing in repair mode sends nothing: no FIN, no RST. */
+	mmp_conn_close(loop, c, false, false);
+	send_window_updates(tc, &flow, &f1, &f2);
+}
+
+static int peek_ack_state(int fd, struct frozen *f)
+{
+	int off = TCP_REPAIR_OFF_NO_WP, err;
+
+	err = set_repair(fd, 1);
+	if (err)
+		return err;
+	err = read_frozen(fd, f);
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)) && !err)
+		err = -errno;
+	return err;
+}
+
+/*
+ * HOLD rewrites the window to 0 only in segments the proxy sends. A peer
+ * that was sent none since HOLD began (its last data was acked before, or
+ * the ACK is still delayed) still has window to use, and the segment it
+ * sends next would be dropped in FREEZE and cost it a 200 ms timeout. So,
+ * once both queues are empty (the send queue's end is the next seq), tell
+ * each peer the zero window ourselves, with an in-window pure ACK.
+ */
+static void announce_zero_window(struct mmp_tc *tc, struct mmp_conn *c)
+{
+	const struct mmp_tc_tuple *to[2] = { &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN1],
+					     &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN2] };
+	int fds[2] = { c->client.fd, c->upstream.fd };
+
+	for (int i = 0; i < 2; i++) {
+		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
+		struct frozen f;
+
+		if (peek_ack_state(fds[i], &f))
+			continue; /* the flow will find out at FREEZE */
+		ack.seq = f.write_seq;
+		ack.ack = f.rcv_nxt;
+		ack.timestamps = f.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+		ack.tsval = f.tsval;
+		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
+	}
+}
+
+void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	struct mmp_drain d;
+
+	if (!T(c)->holding || c->state != CONN_SPLICING)
+		return;
+	mmp_engine_drain_state(c, &d);
+	if (d.fin_seen) {
+		mmp_tc_abort(loop, c, "a FIN arrived during the hand-off");
+		return;
+	}
+	if (!quiet(c)) {
+		T(c)->quiet = 0;
+		if (mmp_now_ms() > T(c)->deadline_ms) {
+			mmp_tc_abort(loop, c, "the flow did not quiet down in time");
+			if (T(c)->attempts < HOLD_ATTEMPTS) {
+				T(c)->retry_ms = mmp_now_ms() + ((uint64_t)HOLD_RETRY_MS << (T(c)->attempts - 1));
+				mmp_loop_poll_add(loop, c);
+			}
+		} else {
+			mmp_loop_poll_add(loop, c);
+		}
+		return;
+	}
+	/* Twice in a row: a segment in flight at the first look has landed by the second. */
+	if (++T(c)->quiet < 2) {
+		announce_zero_window(tc_of(c), c);
+		mmp_loop_poll_add(loop, c);
+		return;
+	}
+	switch_over(loop, c);
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the tc engine's files share. The hand-off (tc_handoff.c):
+ *   1. eligible?  same family, timestamps, SACK, ECN; conn2's shift >= conn1's
+ *   2. HOLD       TC forces window 0 on the proxy's segments; the splice
+ *                 engine drains what was in flight
+ *   3. quiet      SIOCINQ = SIOCOUTQ = 0 on both sockets and nothing buffered
+ *                 by splice, twice; at the first look each peer is sent a
+ *                 zero-window ACK
+ *   4. FREEZE     TC drops peer segments; TCP_REPAIR; read seq/ts/window state
+ *   5. SPLICE     one map write with both directions' deltas
+ *   6. close      both sockets, silently (repair mode)
+ *   7. window updates to each peer, client first (raw socket)
+ * A flow that is not eligible, or does not quiet down in time, stays on splice.
+ * Files: tc_load.c (programs, pins, hooks), tc_flows.c (the flow table and its
+ * GC), tc_handoff.c (the sequence above), tc_packet.c (raw segments),
+ * tc_ops.c (the engine interface).
+ */
+#ifndef MMP_TC_INTERNAL_H
+#define MMP_TC_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include "core/conn.h"
+#include "engine/engine.h"
+#include "mmp_tc.h"
+
+struct mmp_config;
+struct mmp_loop;
+struct tc_bpf;
+
+/*
+ * Our filters' handle on every hook: "MM". The priority is 0x4d4d for the
+ * default pin directory and another one per --pin-dir, so that two instances
+ * in one namespace each keep their own filter (a restart with the same
+ * directory replaces its predecessor's in place).
+ */
+#define MMP_TC_HANDLE 0x4d4d
+#define MMP_TC_PRIO 0x4d4d
+/*
+ * How long a flow may take to quiet down (a peer that does not read keeps our
+ * send queue full). It then runs on splice and is tried again later, with
+ * backoff, up to HOLD_ATTEMPTS times.
+ */
+#define HOLD_TIMEOUT_MS 300
+#define HOLD_ATTEMPTS 5
+#define HOLD_RETRY_MS 500
+#define FREEZE_SETTLE_US 50
+/* Translated TSvals start this far (ms) above what the receiver last saw. */
+#define TS_MARGIN 100
+/* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
+#define CLOSED_LINGER_NS (2ULL * 1000000000ULL)
+#define MAX_IFACES 32
+
+/* The engine, per process. */
+struct mmp_tc {
+	const struct mmp_config *cfg;
+	struct tc_bpf *skel;
+	char pin_dir[PATH_MAX - 64];
+	int tuples_fd, flows_fd, stats_fd;
+	int ifindex[MAX_IFACES]; /* [0] is lo */
+	int nifaces;
+	int raw4, raw6; /* window updates */
+	uint32_t prio; /* our filters' priority, from the pin directory */
+	bool adopting; /* reusing a previous instance's pinned maps */
+	uint64_t idle_ns;
+};
+
+/* One connection's hand-off, from the moment splice took it (c->takeover_ctx). */
+struct mmp_tc_conn {
+	bool holding; /* HOLD: the flow's entries are in the maps */
+	uint8_t quiet; /* consecutive quiet checks */
+	uint8_t attempts; /* hand-offs tried */
+	uint64_t flow; /* flow id: conn1's socket cookie */
+	int oif; /* interface toward a remote load balancer; 0: it is on this host (lo) */
+	/* The flow's four tuples, by enum mmp_tc_role: an abort removes them even if the sockets died. */
+	struct mmp_tc_tuple tuples[4];
+	uint64_t deadline_ms;
+	uint64_t start_ns;
+	uint64_t retry_ms; /* non-zero: try the hand-off again at this time */
+};
+
+#define T(c) ((struct mmp_tc_conn *)(c)->takeover_ctx)
+
+static inline struct mmp_tc *tc_of(const struct mmp_conn *c)
+{
+	return c->takeover->proc;
+}
+
+/* The four 4-tuples of a flow: [role] as in enum mmp_tc_role. */
+struct flow_tuples {
+	struct mmp_tc_tuple t[4];
+};
+
+/* tc_load.c */
+int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out);
+/* Detach and unpin, unless spliced flows remain and keep is set (they keep running). */
+void mmp_tc_unload(struct mmp_tc *tc, bool keep);
+/* Number of spliced flows in the maps. */
+int mmp_tc_flow_count(struct mmp_tc *tc);
+
+/* tc_flows.c */
+int mmp_tc_addr_of(int fd, bool peer, struct sockaddr_storage *ss);
+void mmp_tc_make_tuple(struct mmp_tc_tuple *t, const struct sockaddr_storage *src,
+		       const struct sockaddr_storage *dst);
+/* The tuples of a spliced flow, derived from its translation. */
+void mmp_tc_tuples_of_flow(const struct mmp_tc_flow *flow, struct flow_tuples *ft);
+/* A connection's four tuples from its sockets' names. */
+int mmp_tc_flow_tuples(struct mmp_conn *c, struct flow_tuples *ft);
+/* Both sides sent a FIN, or one reset. */
+bool mmp_tc_flow_ended(const struct mmp_tc_stats *st);
+void mmp_tc_delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tuples *ft);
+/* A tuple held by a flow that ended: removed (true); a live owner keeps it (false). */
+bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t);
+/*
+ * Before binding a new upstream socket to client: a finished spliced flow on
+ * the same client -> upstream tuple is forgotten. Returns -EADDRINUSE when a
+ * live spliced flow holds it.
+ */
+int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream);
+/* Remove finished flows (FIN both ways or RST, lingered linger_ns) and idle ones. */
+void mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns);
+
+/* tc_handoff.c */
+/* Start the hand-off of a spliced connection. On ineligibility logs why (-v 2) and leaves c on splice. */
+void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c);
+/* Progress a connection in HOLD (after splice events, and from the poll list). */
+void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c);
+/* Abort the hand-off: remove the flow's entries; c stays on splice. */
+void mmp_tc_abort(struct mmp_loop *loop, struct mmp_conn *c, const char *why);
+
+#endif

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdbool.h>
+#include <stdio.h>
+#include "lib/lo_sysctls.h"
+
+/*
+ * lo sysctls that let lo take IPv4 packets to 127.0.0.1 from foreign sources:
+ * the in-kernel UDP path needs them for a remote load balancer (docs/DESIGN.md §4),
+ * and the tc engine to deliver ICMP errors to the upstream's address.
+ */
+const char *const mmp_lo_sysctls[MMP_LO_SYSCTLS] = {
+	"/proc/sys/net/ipv4/conf/lo/route_localnet",
+	"/proc/sys/net/ipv4/conf/lo/accept_local",
+};
+
+bool mmp_lo_sysctls_ok(void)
+{
+	for (size_t i = 0; i < MMP_LO_SYSCTLS; i++) {
+		char v = '0';
+		FILE *f = fopen(mmp_lo_sysctls[i], "re");
+
+		if (f) {
+			v = (char)fgetc(f);
+			fclose(f);
+		}
+		if (v != '1')
+			return false;
+	}
+	return true;
+}
+

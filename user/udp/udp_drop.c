@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Counting and logging a dropped datagram, at most a line a second per reason. */
+#include "lib/log.h"
+#include "lib/sockaddr.h"
+#include "udp/udp_drop.h"
+#include "udp/udp_ep.h"
+#include "udp/udp_thread.h"
+
+static const char *const cnt_desc[MMP_UDP_CNT_MAX] = {
+#define X(name, desc) [MMP_UDP_CNT_##name] = desc,
+	MMP_UDP_COUNTERS(X)
+#undef X
+};
+
+const char *udp_counter_desc(enum mmp_udp_counter c)
+{
+	return cnt_desc[c];
+}
+
+void udp_drop(struct udp_worker *w, enum mmp_udp_counter c, const struct udp_ep *from, const char *why,
+	      const char *fix)
+{
+	char a[MMP_ADDRSTRLEN];
+	uint32_t n;
+
+	udp_cnt_add(w, c, 1);
+	if (mmp_verbosity < MMP_LOG_CONN)
+		return;
+	n = udp_rl_take_suppressed(&w->rl[c], w->now_ns);
+	if (n)
+		pr_conn("udp: %u more like the next line in the last second (%s), not logged", n, udp_counter_desc(c));
+	if (udp_rl_allow(&w->rl[c], w->now_ns))
+		pr_conn("dropped datagram from %s: %s (%s)", udp_ep_fmt(from, a), why, fix);
+}
+

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The forward path: load balancer -> upstream (udp_forward.c). */
+#ifndef MMP_UDP_FORWARD_H
+#define MMP_UDP_FORWARD_H
+
+struct udp_worker;
+
+void udp_relay_listen(struct udp_worker *w); /* the listen socket is readable */
+
+#endif
