@@ -17,7 +17,7 @@
 #include "cli/options.h"
 #include "lib/config.h"
 #include "lib/log.h"
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
 #include "core/counters.h"

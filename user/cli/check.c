@@ -9,7 +9,7 @@
 #include "cli/check.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "cli/routing.h"
 #include "lib/lo_sysctls.h"
 #include "lib/sockaddr.h"

@@ -13,7 +13,7 @@
 #include "engine/engine.h"
 #include "lib/config.h"
 #include "lib/log.h"
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "lib/sockaddr.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"

@@ -17,7 +17,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include "lib/log.h"
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "lib/sockaddr.h"
 #include "udp/udp_classify.h"
 #include "udp/fast/udp_fast.h"

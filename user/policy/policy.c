@@ -19,7 +19,7 @@
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "lib/pins.h"
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "policy.skel.h"
 
 #define BPFFS_ROOT "/sys/fs/bpf"
