@@ -24,21 +24,13 @@
 #include "vmlinux.h"
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
+#include "common.h"
 #include "mmp_tc.h"
 
-#define TC_ACT_UNSPEC (-1) /* not ours: let the next filter (another instance, another tool) look */
-#define TC_ACT_OK 0
-#define TC_ACT_SHOT 2
-#define TC_ACT_REDIRECT 7
-#define ETH_HLEN 14
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1FFF
 #define TCP_HLEN 20
 #define NEXTHDR_HOP 0 /* IPv6 hop-by-hop options */
 #define TCP_MAX_OPTS 40
-#define IPPROTO_ICMPV6 58 /* a #define in linux/in6.h, so not in vmlinux.h */
+#define IPPROTO_ICMPV6 IPPROTO_ICMPV6_NR
 
 /* parse() results besides 0 (a TCP segment) and -1 (not ours). */
 #define PARSE_FRAGMENT (-2)

@@ -29,6 +29,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
+#include "common.h"
 #include "mmp_udp.h"
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
@@ -40,14 +41,6 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
  */
 const volatile bool sum_in_full = false;
 
-#define TC_ACT_UNSPEC (-1)
-#define TC_ACT_OK 0
-#define TC_ACT_SHOT 2
-#define ETH_HLEN 14
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1FFF
 #define IPPROTO_UDP 17
 #define L3 ETH_HLEN
 #define IP4_HLEN 20
@@ -56,7 +49,6 @@ const volatile bool sum_in_full = false;
 #define V2_HLEN6 52 /* 16 + an INET6 address block */
 #define SPP_HLEN MMP_UDP_SPP_LEN
 #define HDR_MAX V2_HLEN6
-#define CHECKSUM_PARTIAL 3
 #define SUM_CHUNK 256
 #define SUM_CHUNKS 16 /* a partial IPv6 datagram up to 4 KiB gets its checksum summed here; larger ones: userspace */
 
@@ -188,20 +180,11 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	return 0;
 }
 
-static __always_inline __u16 fold(__s64 sum)
-{
-	__u32 s = (__u32)sum;
-
-	s = (s & 0xFFFF) + (s >> 16);
-	s = (s & 0xFFFF) + (s >> 16);
-	return (__u16)~s;
-}
-
 /* Store the changed IPv4 header with a fresh checksum. */
 static __always_inline int store_ip(struct __sk_buff *skb, struct iphdr *ip)
 {
 	ip->check = 0;
-	ip->check = fold(bpf_csum_diff(NULL, 0, (__be32 *)ip, sizeof(*ip), 0));
+	ip->check = mmp_csum_fold(bpf_csum_diff(NULL, 0, (__be32 *)ip, sizeof(*ip), 0));
 	return bpf_skb_store_bytes(skb, L3, ip, sizeof(*ip), BPF_F_RECOMPUTE_CSUM);
 }
 
@@ -477,7 +460,7 @@ static __always_inline int fwd_csum6_full(struct __sk_buff *skb, const struct mm
 	sum = sum_bytes(skb, L3 + IP6_HLEN, ulen, sum); /* a constant offset: the verifier bounds packet pointers */
 	if (sum < 0)
 		return -1;
-	check = fold(sum);
+	check = mmp_csum_fold(sum);
 	if (!check)
 		check = 0xFFFF;
 	return bpf_skb_store_bytes(skb, L3 + IP6_HLEN + 6, &check, 2, 0);

@@ -30,14 +30,12 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "common.h" /* bpf/common.h: the TC verdicts */
 #include "mmp_tc.h"
 #include "lib/percpu.h"
 #include "tc_fixtures.h"
 #include "tc.skel.h"
 
-#define TC_ACT_UNSPEC (-1)
-#define TC_ACT_OK 0
-#define TC_ACT_REDIRECT 7
 #define ETH_LEN 14
 #define ACK 0x10
 #define PSH 0x08

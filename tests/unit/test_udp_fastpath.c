@@ -31,12 +31,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "common.h" /* bpf/common.h: the TC verdicts */
 #include "mmp_udp.h"
 #include "udp.skel.h"
 
-#define TC_ACT_UNSPEC (-1)
-#define TC_ACT_OK 0
-#define TC_ACT_SHOT 2
 
 #define PKT_MAX 4096
 #define SPP_LEN 38

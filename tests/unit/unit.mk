@@ -9,7 +9,9 @@
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-UNIT_HDRS := $(wildcard tests/unit/*.h)
+UNIT_HDRS := $(wildcard tests/unit/*.h) bpf/common.h
+# bpf/common.h: the TC verdicts and wire constants the BPF programs and their tests share.
+UNIT_CFLAGS = $(CFLAGS) -Ibpf
 
 # Helpers shared by some tests (tests/unit/*.c that are not test_*.c): each
 # test binary that uses one lists its object as a prerequisite below.
@@ -28,14 +30,14 @@ FUZZ_PP_SRCS := tests/fuzz/fuzz_proxy_proto.c user/proto/proxy_proto.c user/prot
 
 $(BUILD)/tests/%.o: tests/unit/%.c $(UNIT_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(UNIT_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/test_tc_rewrite $(BUILD)/tests/test_tc_packet $(BUILD)/tests/test_tc_icmp: $(TC_FIXTURES)
 
 # The test's source, then any helper objects it depends on (above).
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmmp.a $(HEADERS) $(UNIT_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(filter %.o,$^) $(BUILD)/libmmp.a -lcmocka $(LDLIBS)
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(filter %.o,$^) $(BUILD)/libmmp.a -lcmocka $(LDLIBS)
 
 # Run every test binary, even after a failure; fail if any failed.
 unit-tests: $(UNIT_BINS)
