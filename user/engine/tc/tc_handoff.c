@@ -2,7 +2,6 @@
 /* The tc engine's hand-off: HOLD, drain, FREEZE, SPLICE, close silently (tc_internal.h has the sequence). */
 #include <linux/sockios.h>
 #include <linux/tcp.h> /* TCP_REPAIR_* */
-#include <stdio.h>
 #include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -76,19 +75,6 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 	return NULL;
 }
 
-/* Insert the flow's tuple of role; a tuple left by a flow that ended is taken over. Returns 0 or -1 (errno). */
-static int add_tuple(struct mmp_tc *tc, struct mmp_conn *c, int role)
-{
-	struct mmp_tc_tuple_val tv = { .flow = T(c)->flow, .role = role };
-	const struct mmp_tc_tuple *t = &T(c)->tuples[role];
-
-	if (!bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST))
-		return 0;
-	if (errno != EEXIST || !mmp_tc_forget_stale_tuple(tc, t))
-		return -1;
-	return bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST) ? -1 : 0;
-}
-
 void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = tc_of(c);
@@ -113,21 +99,15 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	if (bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_NOEXIST) ||
 	    bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
 		goto full;
-	/*
-	 * The first attempt holds both peers at once: the quickest hand-off
-	 * (t10: p50 1.4 ms against 3.5 ms in two stages). A flow that did not
-	 * quiet down that way is tried again holding one peer first, the other
-	 * once that direction drained: the load balancer first, then the
-	 * upstream first, in turn, so a peer that reads only while it can write
-	 * (an echo service) keeps reading while its direction drains.
-	 */
-	T(c)->first_held = T(c)->attempts % 2 ? MMP_TC_ROLE_HOLD_CONN1 : MMP_TC_ROLE_HOLD_CONN2;
-	T(c)->both_held = T(c)->attempts == 0;
+	for (int i = 0; i < 4; i++) {
+		struct mmp_tc_tuple_val tv = { .flow = T(c)->flow, .role = i };
+
+		if (bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST) &&
+		    (errno != EEXIST || !mmp_tc_forget_stale_tuple(tc, &ft.t[i]) ||
+		     bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST)))
+			goto full;
+	}
 	memcpy(T(c)->tuples, ft.t, sizeof(T(c)->tuples));
-	if (add_tuple(tc, c, MMP_TC_ROLE_UP) || add_tuple(tc, c, MMP_TC_ROLE_DOWN) ||
-	    add_tuple(tc, c, T(c)->first_held) ||
-	    (T(c)->both_held && add_tuple(tc, c, MMP_TC_ROLE_HOLD_CONN1 + MMP_TC_ROLE_HOLD_CONN2 - T(c)->first_held)))
-		goto full;
 	T(c)->holding = true;
 	T(c)->attempts++;
 	T(c)->quiet = 0;
@@ -169,25 +149,15 @@ static int queue_bytes(int fd, unsigned long req)
 	return ioctl(fd, req, &n) ? -1 : n;
 }
 
-/*
- * Nothing of one direction is left anywhere: up (client -> upstream) is the
- * load balancer's receive queue, what the flow's engine buffers, and the
- * upstream socket's send queue; down is the reverse.
- */
-static bool direction_quiet(struct mmp_conn *c, const struct mmp_drain *d, bool up)
-{
-	int from = up ? c->client.fd : c->upstream.fd, to = up ? c->upstream.fd : c->client.fd;
-
-	return d->buffered[up ? 0 : 1] == 0 && queue_bytes(from, SIOCINQ) == 0 && queue_bytes(to, SIOCOUTQ) == 0;
-}
-
 /* Nothing queued anywhere: both sockets' receive and send queues, and what the flow's engine buffers. */
 static bool quiet(struct mmp_conn *c)
 {
 	struct mmp_drain d;
 
 	mmp_engine_drain_state(c, &d);
-	return direction_quiet(c, &d, true) && direction_quiet(c, &d, false);
+	return d.buffered == 0 && queue_bytes(c->client.fd, SIOCINQ) == 0 &&
+	       queue_bytes(c->client.fd, SIOCOUTQ) == 0 && queue_bytes(c->upstream.fd, SIOCINQ) == 0 &&
+	       queue_bytes(c->upstream.fd, SIOCOUTQ) == 0;
 }
 
 struct frozen {
@@ -416,22 +386,19 @@ static int peek_ack_state(int fd, struct frozen *f)
  * that was sent none since HOLD began (its last data was acked before, or
  * the ACK is still delayed) still has window to use, and the segment it
  * sends next would be dropped in FREEZE and cost it a 200 ms timeout. So,
- * once its direction is empty (the send queue's end is the next seq), tell
- * the held peer the zero window ourselves, with an in-window pure ACK.
+ * once both queues are empty (the send queue's end is the next seq), tell
+ * each peer the zero window ourselves, with an in-window pure ACK.
  */
-static void announce_zero_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, bool to_upstream)
+static void announce_zero_window(struct mmp_tc *tc, struct mmp_conn *c)
 {
 	const struct mmp_tc_tuple *to[2] = { &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN1],
 					     &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN2] };
 	int fds[2] = { c->client.fd, c->upstream.fd };
-	bool want[2] = { to_lb, to_upstream };
 
 	for (int i = 0; i < 2; i++) {
 		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
 		struct frozen f;
 
-		if (!want[i])
-			continue;
 		if (peek_ack_state(fds[i], &f))
 			continue; /* the flow will find out at FREEZE */
 		ack.seq = f.write_seq;
@@ -440,54 +407,6 @@ static void announce_zero_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_
 		ack.tsval = f.tsval;
 		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
 	}
-}
-
-/* HOLD did not quiet down before its deadline: back to splice, and maybe again later. */
-static void give_up(struct mmp_loop *loop, struct mmp_conn *c)
-{
-	struct mmp_drain d;
-	char why[192];
-
-	/* Which queue stayed full tells the operator which peer stopped reading. */
-	mmp_engine_drain_state(c, &d);
-	snprintf(why, sizeof(why),
-		 "%s; queued: load balancer in %d out %d, upstream in %d out %d, proxy %zu up %zu down",
-		 T(c)->both_held ? "the flow did not quiet down in time" : "the first held direction did not drain in time",
-		 queue_bytes(c->client.fd, SIOCINQ), queue_bytes(c->client.fd, SIOCOUTQ),
-		 queue_bytes(c->upstream.fd, SIOCINQ), queue_bytes(c->upstream.fd, SIOCOUTQ), d.buffered[0], d.buffered[1]);
-	mmp_tc_abort(loop, c, why);
-	if (T(c)->attempts < HOLD_ATTEMPTS) {
-		T(c)->retry_ms = mmp_now_ms() + ((uint64_t)HOLD_RETRY_MS << (T(c)->attempts - 1));
-		mmp_loop_poll_add(loop, c);
-	}
-}
-
-/*
- * The first stage of HOLD: only the first held peer sees window 0, and the
- * direction it sends must drain. Returns true once it has, twice in a row,
- * and the other peer is held too.
- */
-static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_drain *d)
-{
-	bool lb_first = T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1;
-	int second = lb_first ? MMP_TC_ROLE_HOLD_CONN2 : MMP_TC_ROLE_HOLD_CONN1;
-
-	if (!direction_quiet(c, d, lb_first)) {
-		T(c)->quiet = 0;
-		return false;
-	}
-	if (++T(c)->quiet < 2) {
-		announce_zero_window(tc_of(c), c, lb_first, !lb_first);
-		return false;
-	}
-	if (add_tuple(tc_of(c), c, second)) {
-		mmp_tc_abort(loop, c, "the second hold entry could not be added");
-		return false;
-	}
-	T(c)->both_held = true;
-	T(c)->quiet = 0;
-	T(c)->deadline_ms = mmp_now_ms() + HOLD_TIMEOUT_MS;
-	return true;
 }
 
 void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
@@ -501,26 +420,22 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_tc_abort(loop, c, "a FIN arrived during the hand-off");
 		return;
 	}
-	if (!T(c)->both_held && !first_stage_done(loop, c, &d)) {
-		if (!T(c)->holding)
-			return; /* aborted */
-		if (mmp_now_ms() > T(c)->deadline_ms)
-			give_up(loop, c);
-		else
-			mmp_loop_poll_add(loop, c);
-		return;
-	}
 	if (!quiet(c)) {
 		T(c)->quiet = 0;
-		if (mmp_now_ms() > T(c)->deadline_ms)
-			give_up(loop, c);
-		else
+		if (mmp_now_ms() > T(c)->deadline_ms) {
+			mmp_tc_abort(loop, c, "the flow did not quiet down in time");
+			if (T(c)->attempts < HOLD_ATTEMPTS) {
+				T(c)->retry_ms = mmp_now_ms() + ((uint64_t)HOLD_RETRY_MS << (T(c)->attempts - 1));
+				mmp_loop_poll_add(loop, c);
+			}
+		} else {
 			mmp_loop_poll_add(loop, c);
+		}
 		return;
 	}
 	/* Twice in a row: a segment in flight at the first look has landed by the second. */
 	if (++T(c)->quiet < 2) {
-		announce_zero_window(tc_of(c), c, true, true);
+		announce_zero_window(tc_of(c), c);
 		mmp_loop_poll_add(loop, c);
 		return;
 	}

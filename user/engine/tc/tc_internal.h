@@ -2,13 +2,11 @@
 /*
  * What the tc engine's files share. The hand-off (tc_handoff.c):
  *   1. eligible?  same family, timestamps, SACK, ECN; conn2's shift >= conn1's
- *   2. HOLD       TC forces window 0 on the proxy's segments, toward one peer
- *                 first: the direction it sends drains while the other still
- *                 flows (a peer that reads only while it can write keeps
- *                 reading); once that direction is quiet, toward both
+ *   2. HOLD       TC forces window 0 on the proxy's segments; the splice
+ *                 engine drains what was in flight
  *   3. quiet      SIOCINQ = SIOCOUTQ = 0 on both sockets and nothing buffered
- *                 by splice, twice; at the first look the peer just held is
- *                 sent a zero-window ACK
+ *                 by splice, twice; at the first look each peer is sent a
+ *                 zero-window ACK
  *   4. FREEZE     TC drops peer segments; TCP_REPAIR; read seq/ts/window state
  *   5. SPLICE     one map write with both directions' deltas
  *   6. close      both sockets, silently (repair mode)
@@ -73,8 +71,6 @@ struct mmp_tc {
 /* One connection's hand-off, from the moment splice took it (c->takeover_ctx). */
 struct mmp_tc_conn {
 	bool holding; /* HOLD: the flow's entries are in the maps */
-	bool both_held; /* the second stage of HOLD: window 0 toward both peers */
-	uint8_t first_held; /* MMP_TC_ROLE_HOLD_CONN1 (the LB) or _CONN2 (the upstream): held first */
 	uint8_t quiet; /* consecutive quiet checks */
 	uint8_t attempts; /* hand-offs tried */
 	uint64_t flow; /* flow id: conn1's socket cookie */
