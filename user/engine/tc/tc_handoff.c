@@ -2,6 +2,7 @@
 /* The tc engine's hand-off: HOLD, drain, FREEZE, SPLICE, close silently (tc_internal.h has the sequence). */
 #include <linux/sockios.h>
 #include <linux/tcp.h> /* TCP_REPAIR_* */
+#include <stdio.h>
 #include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -423,7 +424,14 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 	if (!quiet(c)) {
 		T(c)->quiet = 0;
 		if (mmp_now_ms() > T(c)->deadline_ms) {
-			mmp_tc_abort(loop, c, "the flow did not quiet down in time");
+			char why[160];
+
+			/* Which queue stayed full tells the operator which peer stopped reading. */
+			snprintf(why, sizeof(why),
+				 "the flow did not quiet down in time; queued: load balancer in %d out %d, upstream in %d out %d, proxy %zu",
+				 queue_bytes(c->client.fd, SIOCINQ), queue_bytes(c->client.fd, SIOCOUTQ),
+				 queue_bytes(c->upstream.fd, SIOCINQ), queue_bytes(c->upstream.fd, SIOCOUTQ), d.buffered);
+			mmp_tc_abort(loop, c, why);
 			if (T(c)->attempts < HOLD_ATTEMPTS) {
 				T(c)->retry_ms = mmp_now_ms() + ((uint64_t)HOLD_RETRY_MS << (T(c)->attempts - 1));
 				mmp_loop_poll_add(loop, c);
