@@ -88,15 +88,22 @@ static void choose_route(struct mmp_worker *w, struct mmp_conn *c, const struct 
 static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 {
 	const struct sockaddr *src = c->src_addr.ss_family ? (const struct sockaddr *)&c->src_addr : NULL;
+	const struct sockaddr *bind_src = src;
+	struct sockaddr_storage local;
 	char a[MMP_ADDRSTRLEN], b[MMP_ADDRSTRLEN];
 	const char *what;
 	int fd;
 
 	what = "bind";
 	fd = w->tc && src ? mmp_tc_claim_client(w->tc, src, (const struct sockaddr *)c->target) : 0;
+	/* tc engine: an unspoofed connection's port must not be a spliced flow's either. */
+	if (w->tc && !src) {
+		fd = mmp_tc_unspoofed_source(w->tc, (const struct sockaddr *)c->target, &local);
+		bind_src = (const struct sockaddr *)&local;
+	}
 	/* tc engine: the upstream's segments must fit the load balancer's path. */
 	if (!fd)
-		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->cfg->mark,
+		fd = mmp_upstream_connect(bind_src, (const struct sockaddr *)c->target, w->cfg->mark,
 					  w->tc ? mmp_tc_conn2_mss(c->client.fd) : 0, &what);
 	if (fd < 0) {
 		atomic_fetch_add(&w->counters->upstream_failed, 1);

@@ -52,6 +52,12 @@
 #define TS_MARGIN 100
 /* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
 #define CLOSED_LINGER_NS (2ULL * 1000000000ULL)
+/*
+ * A hand-off holds a flow for HOLD_TIMEOUT_MS at most: a HOLD or FREEZE entry
+ * this old was left by an instance that died mid-hand-off (docs/DESIGN.md,
+ * tc engine hardening).
+ */
+#define ORPHAN_NS (60ULL * 1000000000ULL)
 #define MAX_IFACES 32
 
 struct mmp_tc {
@@ -64,6 +70,7 @@ struct mmp_tc {
 	uint32_t prio; /* our filters' priority, from the pin directory */
 	bool adopting; /* reusing a previous instance's pinned maps */
 	uint64_t idle_ns;
+	uint64_t open_ns; /* HOLD/FREEZE entries older than this were left by a previous instance */
 };
 
 static const char *const pinned_maps[] = {
@@ -78,7 +85,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static void gc(struct mmp_tc *tc, uint64_t linger_ns);
+static int gc(struct mmp_tc *tc, uint64_t linger_ns);
 
 uint32_t mmp_tc_priority(const char *pin_dir)
 {
@@ -227,6 +234,7 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	tc->prio = mmp_tc_priority(cfg->pin_dir);
 	tc->raw4 = tc->raw6 = -1;
 	tc->idle_ns = (uint64_t)cfg->tc_idle_timeout_s * 1000000000ULL;
+	tc->open_ns = now_ns();
 	tc->skel = tc_bpf__open();
 	if (!tc->skel) {
 		err = -errno;
@@ -250,6 +258,14 @@ int mmp_tc_open(const struct mmp_config *cfg, struct mmp_tc **out)
 	tc->tuples_fd = bpf_map__fd(tc->skel->maps.mmp_tc_tuples);
 	tc->flows_fd = bpf_map__fd(tc->skel->maps.mmp_tc_flows);
 	tc->stats_fd = bpf_map__fd(tc->skel->maps.mmp_tc_stats);
+	/* The pin directory's lock makes this the only instance: its hand-offs in HOLD or FREEZE died with it. */
+	if (tc->adopting) {
+		int n = gc(tc, CLOSED_LINGER_NS);
+
+		if (n > 0)
+			pr_info("tc engine: collected %d flow entries left by the previous instance in %s", n,
+				tc->pin_dir);
+	}
 
 	tc->ifindex[0] = if_nametoindex("lo");
 	tc->nifaces = 1;
@@ -500,6 +516,13 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 	return NULL;
 }
 
+/* Each direction's packets are the flow's only on the interface they arrive on: lo, or the remote load balancer's. */
+static void set_ifaces(struct mmp_tc *tc, const struct mmp_conn *c, struct mmp_tc_flow *flow)
+{
+	flow->up.in_ifindex = c->tc_oif ? (uint32_t)c->tc_oif : (uint32_t)tc->ifindex[0];
+	flow->down.in_ifindex = tc->ifindex[0];
+}
+
 static void delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tuples *ft)
 {
 	for (int i = 0; i < 4; i++) {
@@ -560,6 +583,8 @@ void mmp_tc_begin(struct mmp_worker *w, struct mmp_conn *c)
 		pr_debug("tc engine: client %s stays on splice: %s", client_name(c, a), why);
 		return;
 	}
+	set_ifaces(tc, c, &flow);
+	st.last_seen_ns = now_ns(); /* the hand-off's age, should this instance die in it */
 	if (bpf_map_update_elem(tc->stats_fd, &c->tc_flow, &st, BPF_NOEXIST) ||
 	    bpf_map_update_elem(tc->flows_fd, &c->tc_flow, &flow, BPF_NOEXIST))
 		goto full;
@@ -623,6 +648,7 @@ static bool quiet(struct mmp_conn *c)
 
 struct frozen {
 	uint32_t rcv_nxt, write_seq, tsval;
+	uint32_t ts_recent; /* the peer's last TSval this socket accepted (read_ts_recent) */
 	struct tcp_repair_window win;
 	struct tcp_info ti;
 };
@@ -654,6 +680,31 @@ static int read_frozen(int fd, struct frozen *f)
 	return mmp_tcp_info(fd, &f->ti);
 }
 
+/*
+ * The peer's last TSval the socket receiving `incoming` accepted, read by
+ * mmp_tc_ts_probe: the TSval offsets come from the frozen sockets' state,
+ * never from a packet (docs/DESIGN.md, tc engine hardening).
+ */
+static int read_ts_recent(struct mmp_tc *tc, const struct mmp_tc_tuple *incoming, uint32_t *ts)
+{
+	struct __attribute__((packed)) {
+		uint8_t eth[14];
+		struct mmp_tc_ts_query q;
+	} in = { 0 }, out = { 0 };
+	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &in, .data_size_in = sizeof(in), .data_out = &out,
+			    .data_size_out = sizeof(out), .repeat = 1);
+	int err;
+
+	in.q.tuple = *incoming;
+	err = bpf_prog_test_run_opts(bpf_program__fd(tc->skel->progs.mmp_tc_ts_probe), &opts);
+	if (err)
+		return err;
+	if (!out.q.found)
+		return -ENOENT;
+	*ts = out.q.ts_recent;
+	return 0;
+}
+
 static uint8_t wscale(const struct tcp_info *ti, bool snd)
 {
 	if (!(ti->tcpi_options & TCPI_OPT_WSCALE))
@@ -675,6 +726,8 @@ static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, c
 	flow->up.seq_delta = f2->write_seq - f1->rcv_nxt;
 	flow->up.ack_delta = f2->rcv_nxt - f1->write_seq;
 	flow->up.ts_base = f2->tsval + TS_MARGIN;
+	/* L's next TSvals are >= the last one conn1 accepted: translated, >= ts_base. */
+	flow->up.tsval_delta = ts ? flow->up.ts_base - f1->ts_recent : 0;
 	flow->up.wscale_in = wscale(&f1->ti, true);
 	flow->up.wscale_out = wscale(&f2->ti, false);
 	/* U->C becomes P->L. */
@@ -682,6 +735,7 @@ static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, c
 	flow->down.seq_delta = f1->write_seq - f2->rcv_nxt;
 	flow->down.ack_delta = f1->rcv_nxt - f2->write_seq;
 	flow->down.ts_base = f1->tsval + TS_MARGIN;
+	flow->down.tsval_delta = ts ? flow->down.ts_base - f2->ts_recent : 0;
 	flow->down.wscale_in = wscale(&f2->ti, true);
 	flow->down.wscale_out = wscale(&f1->ti, false);
 	flow->up.timestamps = flow->down.timestamps = ts;
@@ -772,8 +826,10 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 	struct frozen f1, f2;
 	char a[MMP_ADDRSTRLEN];
 	uint64_t took_us;
+	bool ts;
 
 	memcpy(ft.t, c->tc_tuples, sizeof(ft.t));
+	set_ifaces(tc, c, &flow);
 	if (bpf_map_update_elem(tc->flows_fd, &c->tc_flow, &flow, BPF_EXIST)) {
 		mmp_tc_abort(w, c, "flow entry vanished");
 		return;
@@ -797,7 +853,17 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 		mmp_tc_abort(w, c, "freezing failed or data arrived while freezing");
 		return;
 	}
+	ts = f1.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+	f1.ts_recent = f2.ts_recent = 0;
+	if (ts && (read_ts_recent(tc, &ft.t[MMP_TC_ROLE_UP], &f1.ts_recent) ||
+		   read_ts_recent(tc, &ft.t[MMP_TC_ROLE_DOWN], &f2.ts_recent))) {
+		set_repair(c->client.fd, 0);
+		set_repair(c->upstream.fd, 0);
+		mmp_tc_abort(w, c, "reading the peers' last timestamps failed");
+		return;
+	}
 	build_flow(&flow, &ft, &f1, &f2);
+	set_ifaces(tc, c, &flow);
 	if (c->tc_oif) {
 		/* Remote load balancer: its packets come in on tc_oif and go into lo; replies go out tc_oif. */
 		flow.up.redirect_ifindex = tc->ifindex[0];
@@ -806,6 +872,11 @@ static void switch_over(struct mmp_worker *w, struct mmp_conn *c)
 	}
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st.last_seen_ns = now_ns();
+	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */
+	st.snd_nxt[0] = f1.rcv_nxt;
+	st.snd_nxt[1] = f2.rcv_nxt;
+	st.rcv_wnd[0] = f2.win.snd_wnd;
+	st.rcv_wnd[1] = f1.win.snd_wnd;
 	bpf_map_update_elem(tc->stats_fd, &c->tc_flow, &st, BPF_EXIST);
 	if (bpf_map_update_elem(tc->flows_fd, &c->tc_flow, &flow, BPF_EXIST)) {
 		set_repair(c->client.fd, 0);
@@ -955,6 +1026,55 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	return 0;
 }
 
+#define SOURCE_TRIES 8
+
+int mmp_tc_unspoofed_source(struct mmp_tc *tc, const struct sockaddr *upstream, struct sockaddr_storage *src)
+{
+	int held[SOURCE_TRIES], n = 0, fd = -1, err;
+	socklen_t len = sizeof(*src);
+
+	/* The source address the kernel would choose: a connected UDP socket sends nothing. */
+	fd = socket(upstream->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	err = connect(fd, upstream, mmp_sockaddr_len(upstream)) || getsockname(fd, (struct sockaddr *)src, &len) ?
+		      -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	/*
+	 * A port the kernel binds now is free, but may be a spliced flow's,
+	 * whose sockets are gone: keep such a port bound while looking further,
+	 * so that the kernel offers another one.
+	 */
+	err = -EADDRINUSE;
+	while (n < SOURCE_TRIES) {
+		fd = socket(upstream->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			err = -errno;
+			break;
+		}
+		if (src->ss_family == AF_INET)
+			((struct sockaddr_in *)src)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)src)->sin6_port = 0;
+		len = sizeof(*src);
+		if (bind(fd, (struct sockaddr *)src, mmp_sockaddr_len((struct sockaddr *)src)) ||
+		    getsockname(fd, (struct sockaddr *)src, &len)) {
+			err = -errno;
+			close(fd);
+			break;
+		}
+		err = mmp_tc_claim_client(tc, (struct sockaddr *)src, upstream);
+		held[n++] = fd;
+		if (err != -EADDRINUSE)
+			break;
+	}
+	while (n > 0)
+		close(held[--n]);
+	return err;
+}
+
 int mmp_tc_detach_everywhere(uint32_t prio)
 {
 	struct if_nameindex *ifs = if_nameindex(), *i;
@@ -984,10 +1104,33 @@ int mmp_tc_detach_everywhere(uint32_t prio)
 
 /* ---- garbage collection ---- */
 
-static void gc(struct mmp_tc *tc, uint64_t linger_ns)
+/*
+ * A hand-off's entries, found by walking the tuples (its flow entry may not
+ * name them all: the instance died before the switch wrote them).
+ */
+static void delete_orphan(struct mmp_tc *tc, uint64_t flow)
+{
+	struct mmp_tc_tuple key, next;
+	bool have = bpf_map_get_next_key(tc->tuples_fd, NULL, &next) == 0;
+
+	while (have) {
+		struct mmp_tc_tuple_val tv;
+
+		key = next;
+		have = bpf_map_get_next_key(tc->tuples_fd, &key, &next) == 0;
+		if (bpf_map_lookup_elem(tc->tuples_fd, &key, &tv) == 0 && tv.flow == flow)
+			bpf_map_delete_elem(tc->tuples_fd, &key);
+	}
+	bpf_map_delete_elem(tc->flows_fd, &flow);
+	bpf_map_delete_elem(tc->stats_fd, &flow);
+}
+
+/* Returns how many flows were removed. */
+static int gc(struct mmp_tc *tc, uint64_t linger_ns)
 {
 	uint64_t key, next, now = now_ns();
 	bool have = bpf_map_get_next_key(tc->stats_fd, NULL, &next) == 0;
+	int removed = 0;
 
 	while (have) {
 		struct mmp_tc_stats st;
@@ -999,8 +1142,20 @@ static void gc(struct mmp_tc *tc, uint64_t linger_ns)
 		have = bpf_map_get_next_key(tc->stats_fd, &key, &next) == 0;
 		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st) || bpf_map_lookup_elem(tc->flows_fd, &key, &flow))
 			continue;
-		if (flow.mode != MMP_TC_MODE_SPLICE)
-			continue; /* a hand-off in progress belongs to its worker */
+		/*
+		 * A hand-off in progress belongs to its worker, unless it was
+		 * left by a previous instance (started before this one opened;
+		 * the pin directory's lock rules out a live one) or is far older
+		 * than any hand-off takes: its claim on the tuple is released.
+		 */
+		if (flow.mode != MMP_TC_MODE_SPLICE) {
+			if (st.last_seen_ns < tc->open_ns ||
+			    (st.last_seen_ns < now && now - st.last_seen_ns > ORPHAN_NS)) {
+				delete_orphan(tc, key);
+				removed++;
+			}
+			continue;
+		}
 		/*
 		 * Regression: `now` is taken before the walk, and the programs keep
 		 * stamping last_seen meanwhile; an unsigned now - last_seen then
@@ -1016,8 +1171,10 @@ static void gc(struct mmp_tc *tc, uint64_t linger_ns)
 
 			tuples_of_flow(&flow, &ft);
 			delete_flow(tc, key, &ft);
+			removed++;
 		}
 	}
+	return removed;
 }
 
 void mmp_tc_gc(struct mmp_tc *tc)

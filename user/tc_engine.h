@@ -57,6 +57,14 @@ void mmp_tc_abort(struct mmp_worker *w, struct mmp_conn *c, const char *why);
  */
 int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream);
 
+/*
+ * An unspoofed (LOCAL, UNKNOWN) upstream connection's source: the local
+ * address the kernel would use toward upstream and a free port that no
+ * spliced flow holds, in src. Returns 0, -EADDRINUSE when every port offered
+ * was held, or another negative errno.
+ */
+int mmp_tc_unspoofed_source(struct mmp_tc *tc, const struct sockaddr *upstream, struct sockaddr_storage *src);
+
 /* Remove finished (FIN both ways, or RST) and idle flows. Call about once a second. */
 void mmp_tc_gc(struct mmp_tc *tc);
 /* Our TC filters' priority for a pin directory (0x4d4d for the default one). */
