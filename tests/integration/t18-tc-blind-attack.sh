@@ -61,39 +61,8 @@ lb_topology() {
 	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1 || return 1
 }
 
-# The client: prints "local ADDR PORT" and mmpt-client's "xfer sent N SHA recv N SHA".
-SLOW_CLIENT="$T_TMP/slow-client.py"
-cat >"$SLOW_CLIENT" <<'EOF'
-import hashlib, random, socket, sys, threading, time
-host, port, size, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-s = socket.create_connection((host, port), timeout=30)
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-print("local %s %d" % s.getsockname()[:2], flush=True)
-data = random.Random(1).randbytes(size)
-got = hashlib.sha256()
-n = [0]
-def reader():
-    while True:
-        b = s.recv(65536)
-        if not b:
-            return
-        n[0] += len(b)
-        got.update(b)
-t = threading.Thread(target=reader)
-t.start()
-err = ""
-try:
-    s.sendall(data[: size // 2])
-    print("paused", flush=True)
-    time.sleep(pause)
-    s.sendall(data[size // 2 :])
-    s.shutdown(socket.SHUT_WR)
-except OSError as e:
-    err = " error " + str(e).replace(" ", "_")
-t.join(30)
-print("xfer sent %d %s recv %d %s%s" % (size, hashlib.sha256(data).hexdigest(), n[0], got.hexdigest(), err), flush=True)
-sys.exit(0 if not err and n[0] == size else 1)
-EOF
+# The client: mmpt-slow-client.py (tests/tools), "local ADDR PORT" ... "xfer sent N SHA recv N SHA".
+SLOW_CLIENT="$(cd "$(dirname "$0")/../tools" && pwd)/mmpt-slow-client.py"
 
 t_require lb_topology
 t_require hap_lb_start

@@ -25,6 +25,16 @@
 #     leaves: SIGKILL in HOLD as in 1, then the flow entry's mode is set to
 #     FREEZE (2) with bpftool map update (entries are otherwise identical).
 #     Then as in 1: restart, collected, the tuple reused, nothing leaked.
+#   3 an unspoofed flow's local port is claimed like a client's. The proxy's
+#     namespace gets one ephemeral port (ip_local_port_range 45000 45000);
+#     flow A, a PROXY v2 LOCAL connection (connected unspoofed, from
+#     127.0.0.1:45000) from the client namespace over veth-p, is spliced in
+#     the kernel and pauses in its middle; then flow B, another LOCAL one,
+#     needs a port: the only one is A's, whose sockets are gone since the
+#     hand-off. B must fail at once (bind: no port that no spliced flow
+#     holds), never sending a SYN on A's tuple (the upstream would answer it
+#     with a challenge ACK, translated into A: TcpExtTCPSYNChallenge in the
+#     proxy's namespace must not move), and A must complete byte-exact.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tc-lib.sh"
 tc_only t19 "crash-left hand-off state"
@@ -140,6 +150,67 @@ crash_case() {
 
 crash_case "1 SIGKILL during HOLD: the next instance collects the entries, the tuple is reused, nothing leaks" 0 31001
 crash_case "2 SIGKILL during FREEZE (entry set to FREEZE after a kill in HOLD): collected, reused, nothing leaks" 1 31002
+
+SLOW_CLIENT="$(cd "$(dirname "$0")/../tools" && pwd)/mmpt-slow-client.py"
+
+# syn_challenges: TcpExtTCPSYNChallenge of the proxy's namespace.
+syn_challenges() {
+	ns_exec "$TOPO_PROXY" nstat -asz 2>/dev/null | awk '$1 == "TcpExtTCPSYNChallenge" {print $2; f = 1} END {if (!f) print 0}'
+}
+
+unspoofed_case() {
+	local pin range cout cpid mark c0 c1 done_line t0 ms
+	case_begin "3 an unspoofed (LOCAL) flow's port is claimed: a later LOCAL connection does not reuse it"
+	pin=$(tc_pindir unspoofed)
+	range=$(ns_exec "$TOPO_PROXY" sysctl -n net.ipv4.ip_local_port_range | tr -s '\t ' ' ')
+	cleanup_push "ns_exec '$TOPO_PROXY' sysctl -qw net.ipv4.ip_local_port_range='$range'"
+	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_local_port_range="45000 45000" net.ipv4.conf.lo.route_localnet=1 \
+		net.ipv4.conf.lo.accept_local=1
+	if ! up_start -m xfer --send "$SIZE"; then
+		case_fail "upstream did not start"
+		case_end
+		return
+	fi
+	if ! tc_mmp_start "$pin" "$TOPO_PROXY_IP4:$PROXY_PORT" --iface veth-p; then
+		case_fail "$MMP_START_ERR"
+		up_stop
+		case_end
+		return
+	fi
+	mark=$(log_mark "$MMP_LOG")
+	cout="$T_TMP/local-a.out"
+	proc_start cpid "$cout" "$TOPO_CLIENT" python3 "$SLOW_CLIENT" "$TOPO_PROXY_IP4" "$PROXY_PORT" "$SIZE" 4 --pp2-local
+	wait_grep "$cout" '^paused' 10 || case_fail "flow A did not get to its pause: $(tr '\n' ' ' <"$cout")"
+	wait_grep "$UP4_LOG" '^peer 127.0.0.1 45000$' 3 || case_fail "flow A's upstream connection is not from 127.0.0.1:45000: $(grep '^peer' "$UP4_LOG" | tr '\n' ' ')"
+	tc_wait_spliced "$MMP_LOG" "$mark" "$TOPO_CLIENT_IP4:$(awk '/^local/ {print $3; exit}' "$cout")" 3 ||
+		case_fail "flow A was not spliced in the kernel: $TC_OUTCOME"
+	c0=$(syn_challenges)
+	mark=$(log_mark "$MMP_LOG")
+	t0=$(date +%s%N)
+	client "$TOPO_CLIENT" -c "$TOPO_PROXY_IP4:$PROXY_PORT" --pp2-local --msg 'hello\n' --timeout 8 &&
+		case_fail "flow B worked, from the only port, A's: $(client_result)"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	c1=$(syn_challenges)
+	((c1 == c0)) || case_fail "flow B's SYN reached A's tuple: the upstream sent $((c1 - c0)) challenge ACKs"
+	log_since "$MMP_LOG" "$mark" | grep -q 'bind failed: Address already in use' ||
+		case_fail "no bind error for flow B: $(log_since "$MMP_LOG" "$mark" | tail -n 2 | tr '\n' ' ')"
+	while proc_alive "$cpid"; do sleep 0.2; done
+	wait "$cpid" 2>/dev/null
+	CLIENT_OUT=$(cat "$cout")
+	read -r _ CLIENT_LOCAL_ADDR CLIENT_LOCAL_PORT <<<"$(grep -m1 '^local ' <<<"$CLIENT_OUT")"
+	# The upstream saw the proxy's own address: compare its port with flow A's.
+	if ! done_line=$(wait_log_since "$UP4_LOG" 0 '^done 127.0.0.1 45000 ' 10); then
+		case_fail "upstream never finished flow A; client: $(grep '^xfer' <<<"$CLIENT_OUT")"
+	else
+		CLIENT_LOCAL_PORT=45000 check_xfer_exact "$done_line" 127.0.0.1
+	fi
+	case_note "flow B refused in $ms ms; SYN challenges $((c1 - c0))"
+	mmp_stop
+	up_stop
+	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_local_port_range="$range"
+	case_end
+}
+unspoofed_case
 
 case_lifecycle
 t_finish
