@@ -21,6 +21,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1748,10 +1751,87 @@ static void test_fixture_builder(void **state)
 	assert_int_equal(tcp_residual(b, &lo), 0xffff);
 }
 
+/* mmp_tc_ts_probe's query for the socket that receives src -> dst (its peer's last accepted TSval). */
+static int ts_probe(struct tc_bpf *skel, const struct sockaddr_in *src, const struct sockaddr_in *dst, uint32_t *ts)
+{
+	struct __attribute__((packed)) {
+		uint8_t eth[14];
+		struct mmp_tc_ts_query q;
+	} in = { 0 }, out = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &in, .data_size_in = sizeof(in), .data_out = &out,
+		    .data_size_out = sizeof(out), .repeat = 1);
+
+	in.q.tuple.family = 4;
+	in.q.tuple.sport = src->sin_port;
+	in.q.tuple.dport = dst->sin_port;
+	memcpy(in.q.tuple.saddr, &src->sin_addr, 4);
+	memcpy(in.q.tuple.daddr, &dst->sin_addr, 4);
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.mmp_tc_ts_probe), &opts), 0);
+	*ts = out.q.ts_recent;
+	return out.q.found ? 0 : -ENOENT;
+}
+
+static uint32_t tcp_timestamp(int fd)
+{
+	uint32_t v = 0;
+	socklen_t len = sizeof(v);
+
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &v, &len), 0);
+	return v;
+}
+
+/*
+ * The TSval offsets come from each frozen socket's ts_recent (user/tc_engine.c,
+ * read_ts_recent): over a loopback connection, the probe must return the
+ * last TSval the receiver accepted, between the sender's clock before and
+ * after its last segment; and nothing for a tuple no socket has.
+ */
+static void test_ts_probe(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, b, c;
+	socklen_t len = sizeof(a);
+	int l, x, y, one = 1;
+	uint32_t t0, t1, ts;
+	char buf[4];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	cur_skel = load_skel();
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	x = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(x, (struct sockaddr *)&a, sizeof(a)), 0);
+	y = accept(l, NULL, NULL);
+	assert_true(y >= 0);
+	setsockopt(x, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	len = sizeof(b);
+	assert_int_equal(getsockname(x, (struct sockaddr *)&b, &len), 0); /* x's side: b -> a */
+	usleep(20000);
+	t0 = tcp_timestamp(x);
+	assert_int_equal(write(x, "ping", 4), 4);
+	assert_int_equal(read(y, buf, 4), 4);
+	t1 = tcp_timestamp(x);
+	assert_int_equal(ts_probe(cur_skel, &b, &a, &ts), 0); /* y receives b -> a */
+	if ((int32_t)(ts - t0) < 0 || (int32_t)(t1 - ts) < 0)
+		fail_msg("ts_recent %u is not x's TSval of the last segment (x's clock %u before, %u after)", ts, t0, t1);
+	c = b;
+	c.sin_port = htons(ntohs(b.sin_port) ^ 0x4000);
+	assert_int_equal(ts_probe(cur_skel, &c, &a, &ts), -ENOENT);
+	close(x);
+	close(y);
+	close(l);
+	tc_bpf__destroy(cur_skel);
+	cur_skel = NULL;
+}
+
 int main(void)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]);
-	struct CMUnitTest *tests = calloc(n + 1, sizeof(*tests));
+	struct CMUnitTest *tests = calloc(n + 2, sizeof(*tests));
 
 	if (!tests)
 		return 1;
@@ -1764,7 +1844,8 @@ int main(void)
 		tests[i + 1].teardown_func = teardown_skel;
 		tests[i + 1].initial_state = (void *)&cases[i];
 	}
-	int rc = _cmocka_run_group_tests("tc_rewrite", tests, n + 1, NULL, NULL);
+	tests[n + 1] = (struct CMUnitTest)cmocka_unit_test_teardown(test_ts_probe, teardown_skel);
+	int rc = _cmocka_run_group_tests("tc_rewrite", tests, n + 2, NULL, NULL);
 
 	free(tests);
 	return rc;
