@@ -1140,8 +1140,16 @@ static int gc(struct mmp_tc *tc, uint64_t linger_ns)
 
 		key = next;
 		have = bpf_map_get_next_key(tc->stats_fd, &key, &next) == 0;
-		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st) || bpf_map_lookup_elem(tc->flows_fd, &key, &flow))
+		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st))
 			continue;
+		if (bpf_map_lookup_elem(tc->flows_fd, &key, &flow)) {
+			/* A hand-off a previous instance died in before writing its flow entry. */
+			if (st.last_seen_ns < tc->open_ns) {
+				delete_orphan(tc, key);
+				removed++;
+			}
+			continue;
+		}
 		/*
 		 * A hand-off in progress belongs to its worker, unless it was
 		 * left by a previous instance (started before this one opened;
