@@ -100,7 +100,7 @@ attack_case() {
 		case_fail "not spliced in the kernel before the attack: $TC_OUTCOME"
 	fi
 	# HAProxy's side of conn1: the attacker knows these ports, not the sequence numbers.
-	lbport=$(ns_exec "$LB_NS" ss -Htn state established "( dport = :$PROXY_PORT )" | awk '{print $3}' | sed -n '1s/.*://p')
+	lbport=$(log_since "$MMP_LOG" "$mark" | sed -n "s/.*accepted ${LBP_IP4//./\\.}:\([0-9]*\)\$/\1/p" | tail -n 1)
 	before=$("$MMP_BIN" stats --pin-dir "$MMP_PINDIR" 2>/dev/null | awk '$1 ~ /^(rsts|syns|packets_on)/ {printf "%s=%s ", $1, $2}')
 	if [[ -z $lbport || -z $cport ]]; then
 		case_fail "no tuple to attack (load balancer port '$lbport', client port '$cport')"

@@ -76,7 +76,8 @@ crash_case() {
 		case_end
 		return
 	fi
-	if ! tc_mmp_start "$pin" "$LISTEN"; then
+	# The hand-off starts once the client's bytes fill the queues (the upstream reads none), so it cannot get quiet.
+	if ! MMP_TC_HANDOFF_DELAY=300 tc_mmp_start "$pin" "$LISTEN" --detach; then
 		case_fail "$MMP_START_ERR"
 		up_stop
 		case_end
@@ -84,7 +85,7 @@ crash_case() {
 	fi
 	proc_start cpid "$T_TMP/hold-$port.out" "$TOPO_PROXY" "$MMP_TOOLS/mmpt-client" -c "$LISTEN" \
 		--pp2 "$CLIENT_IP:$port" 203.0.113.1:443 --send $((64 << 20)) --timeout 30
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < 300; i++)); do
 		modes=$(flow_modes "$pin")
 		[[ " $modes " == *" 1 "* ]] && break
 		sleep 0.02
@@ -131,7 +132,7 @@ crash_case() {
 	if ! done_line=$(wait_log_since "$UP4_LOG" 0 '^done ' 10); then
 		case_fail "upstream never finished its side"
 	else
-		check_xfer_exact "$done_line" "$CLIENT_IP"
+		CLIENT_LOCAL_PORT=$port check_xfer_exact "$done_line" "$CLIENT_IP"
 	fi
 	tc_wait_spliced "$MMP_LOG" "$mark" "$CLIENT_IP:$port" 2 || case_fail "the reused tuple was not spliced in the kernel: $TC_OUTCOME"
 	# FIN both ways: removed about 2 s after the last packet.
