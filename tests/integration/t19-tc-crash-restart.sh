@@ -71,7 +71,7 @@ crash_case() {
 	local name=$1 freeze=$2 port=$3 pin i modes="" cpid done_line mark left
 	case_begin "$name"
 	pin=$(tc_pindir "crash$port")
-	if ! up_start -m xfer --send 1 --pause-after 1 --pause-ms 60000; then
+	if ! up_start -m xfer --send 1 --after-eof --pause-after 1 --pause-ms 60000; then
 		case_fail "upstream did not start"
 		case_end
 		return
