@@ -100,6 +100,8 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 	if (w->tc && !src) {
 		fd = mmp_tc_unspoofed_source(w->tc, (const struct sockaddr *)c->target, &local);
 		bind_src = (const struct sockaddr *)&local;
+		if (fd < 0)
+			what = "choosing a local port that no spliced flow holds";
 	}
 	/* tc engine: the upstream's segments must fit the load balancer's path. */
 	if (!fd)

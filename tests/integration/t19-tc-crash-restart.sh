@@ -193,7 +193,7 @@ unspoofed_case() {
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	c1=$(syn_challenges)
 	((c1 == c0)) || case_fail "flow B's SYN reached A's tuple: the upstream sent $((c1 - c0)) challenge ACKs"
-	log_since "$MMP_LOG" "$mark" | grep -q 'bind failed: Address already in use' ||
+	log_since "$MMP_LOG" "$mark" | grep -q 'choosing a local port that no spliced flow holds failed: Address already in use' ||
 		case_fail "no bind error for flow B: $(log_since "$MMP_LOG" "$mark" | tail -n 2 | tr '\n' ' ')"
 	while proc_alive "$cpid"; do sleep 0.2; done
 	wait "$cpid" 2>/dev/null
