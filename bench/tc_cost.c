@@ -128,6 +128,7 @@ static int add_flow(struct tc_bpf *skel, uint64_t id, const struct endpoints *in
 	flow.up.wscale_out = 7;
 	flow.up.timestamps = 1;
 	flow.up.sack = 1;
+	flow.up.in_ifindex = 1; /* lo: BPF_PROG_TEST_RUN's device */
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_tuples), &key, &tv, BPF_ANY) ||
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_stats), &id, &st, BPF_ANY) ||
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_flows), &id, &flow, BPF_ANY))

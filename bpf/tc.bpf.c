@@ -420,15 +420,42 @@ static __always_inline int hold(struct __sk_buff *skb, struct pkt *p)
 	return TC_ACT_OK;
 }
 
-static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struct pkt *p, __u8 flags)
+/*
+ * Is seq where the receiver's kernel would take a segment of this direction:
+ * within [snd_nxt - (wnd + 64 KiB), snd_nxt + wnd]? A blind guess lands
+ * there no more often than it would pass the endpoint's own check.
+ */
+static __always_inline bool acceptable(const struct mmp_tc_stats *st, int dir, __u32 seq)
 {
+	__u32 wnd = st->rcv_wnd[dir & 1], back = wnd + 65536;
+
+	return seq - (st->snd_nxt[dir & 1] - back) <= wnd + back;
+}
+
+/*
+ * Counters, and the state that judges later RSTs and FINs: only segments the
+ * receiver would accept move snd_nxt, set a FIN or the other direction's window.
+ * reset: an RST at exactly snd_nxt, which ends the flow.
+ */
+static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struct pkt *p, __u8 flags,
+					 const struct mmp_tc_dir *d, bool reset)
+{
+	__u32 seq = rd32(&p->old.h[4]), end;
+
 	__sync_fetch_and_add(&st->packets[dir & 1], 1);
 	__sync_fetch_and_add(&st->bytes[dir & 1], p->payload);
 	st->last_seen_ns = bpf_ktime_get_coarse_ns();
+	if (reset)
+		st->rst = 1;
+	if ((flags & (TH_SYN | TH_RST)) || !acceptable(st, dir, seq))
+		return;
+	end = seq + p->payload + (flags & TH_FIN ? 1 : 0);
+	if ((__s32)(end - st->snd_nxt[dir & 1]) > 0)
+		st->snd_nxt[dir & 1] = end;
 	if (flags & TH_FIN)
 		st->fin[dir & 1] = 1;
-	if (flags & TH_RST)
-		st->rst = 1;
+	/* This sender's receive window: what the other direction's segments may use. */
+	st->rcv_wnd[(dir ^ 1) & 1] = ((__u32)p->old.h[14] << 8 | p->old.h[15]) << (d->wscale_in & 15);
 }
 
 /* Send a rewritten packet on the way of its direction: this path, into lo, or out to the load balancer. */
@@ -447,15 +474,14 @@ static __always_inline int deliver(struct __sk_buff *skb, const struct mmp_tc_di
 }
 
 /* SPLICE: rewrite a peer's segment into the other connection. */
-static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, __u64 flow, int dir,
-				     const struct mmp_tc_dir *d)
+static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struct mmp_tc_stats *st, int dir,
+				     const struct mmp_tc_dir *d, const struct mmp_tc_dir *other, bool reset)
 {
-	struct mmp_tc_stats *st = bpf_map_lookup_elem(&mmp_tc_stats, &flow);
 	__u8 flags = p->old.h[13];
 	int has_ack = flags & TH_ACK;
 	__u32 seq, ack, win;
 
-	if (!st || load_options(skb, p))
+	if (load_options(skb, p))
 		return TC_ACT_OK;
 	__builtin_memcpy(&p->new, &p->old, sizeof(p->new));
 
@@ -480,28 +506,25 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, __u64
 	}
 	if (p->tcp_len > TCP_HLEN && (d->timestamps || d->sack)) {
 		struct opt_scan o;
-		int other = dir ^ 1;
+		int tsecr_known = 0;
 
 		scan_options(p, &o);
 		/*
-		 * The first packet after the switch fixes this direction's TSval
-		 * offset: translated TSvals start at ts_base, above what the
-		 * receiver saw from the frozen socket (PAWS), and stay monotonic.
+		 * TSval: the offset userspace computed at the switch (no packet
+		 * sets it). TSecr echoes the other direction's translated clock:
+		 * undo that; an echo below its ts_base is of a frozen socket's
+		 * clock, which means nothing to the new receiver (0).
 		 */
-		if (o.ts && !st->ts_learned[dir & 1]) {
-			st->tsval_delta[dir & 1] = d->ts_base - rd32(&p->old.h[bound63(o.ts)]);
-			st->ts_learned[dir & 1] = 1;
-		}
-		/* The TSecr echoes the other direction's translated clock: undo that. */
-		rewrite_options(p, &o, st->tsval_delta[dir & 1], -st->tsval_delta[other & 1],
-				st->ts_learned[other & 1], d->ack_delta, has_ack);
+		if (o.ts)
+			tsecr_known = (__s32)(rd32(&p->old.h[bound63(o.ts + 4)]) - other->ts_base) >= 0;
+		rewrite_options(p, &o, d->tsval_delta, -other->tsval_delta, tsecr_known, d->ack_delta, has_ack);
 	}
 
 	if (commit(skb, p, &d->out)) {
 		count(MMP_TC_CNT_REDIRECT_FAILED);
 		return TC_ACT_SHOT;
 	}
-	update_stats(st, dir, p, flags);
+	update_stats(st, dir, p, flags, d, reset);
 	count(MMP_TC_CNT_TRANSLATED);
 	return deliver(skb, d);
 }
@@ -512,9 +535,13 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 {
 	struct mmp_tc_tuple_val *tv;
 	struct mmp_tc_flow *flow;
+	const struct mmp_tc_dir *d, *other;
+	struct mmp_tc_stats *st;
 	__u32 zero = 0;
 	struct pkt *p = bpf_map_lookup_elem(&mmp_tc_scratch, &zero);
-	int ret;
+	bool reset = false;
+	int ret, dir;
+	__u8 flags;
 
 	if (!p)
 		return TC_ACT_UNSPEC;
@@ -534,17 +561,40 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	if (!flow)
 		return TC_ACT_UNSPEC;
 
+	if (tv->role == MMP_TC_ROLE_HOLD_CONN1 || tv->role == MMP_TC_ROLE_HOLD_CONN2) {
+		if (flow->mode != MMP_TC_MODE_HOLD && flow->mode != MMP_TC_MODE_FREEZE)
+			return TC_ACT_OK;
+		__builtin_memcpy(&p->new, &p->old, TCP_HLEN);
+		return hold(skb, p);
+	}
+	if (tv->role == MMP_TC_ROLE_UP) {
+		dir = 0;
+		d = &flow->up;
+		other = &flow->down;
+	} else if (tv->role == MMP_TC_ROLE_DOWN) {
+		dir = 1;
+		d = &flow->down;
+		other = &flow->up;
+	} else {
+		return TC_ACT_OK;
+	}
+	/*
+	 * A peer's packets come in on one interface only (lo, or the remote
+	 * load balancer's): the same tuple anywhere else (src 127.0.0.1 on a
+	 * veth) is someone else's packet, and not ours to translate.
+	 */
+	if (skb->ifindex != d->in_ifindex) {
+		count(MMP_TC_CNT_WRONG_IFACE);
+		return TC_ACT_UNSPEC;
+	}
+	flags = p->old.h[13];
 	if (flow->mode == MMP_TC_MODE_HOLD || flow->mode == MMP_TC_MODE_FREEZE) {
-		if (tv->role == MMP_TC_ROLE_HOLD_CONN1 || tv->role == MMP_TC_ROLE_HOLD_CONN2) {
-			__builtin_memcpy(&p->new, &p->old, TCP_HLEN);
-			return hold(skb, p);
-		}
 		/*
 		 * A dropped segment is retransmitted after the switch, but a
 		 * dropped RST is not: let it reach the frozen socket, where
 		 * userspace sees it and forwards the reset.
 		 */
-		if (flow->mode == MMP_TC_MODE_FREEZE && !(p->old.h[13] & TH_RST)) {
+		if (flow->mode == MMP_TC_MODE_FREEZE && !(flags & TH_RST)) {
 			count(MMP_TC_CNT_FREEZE_DROPS);
 			return TC_ACT_SHOT;
 		}
@@ -552,26 +602,44 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	}
 	if (flow->mode != MMP_TC_MODE_SPLICE)
 		return TC_ACT_OK;
-	/*
-	 * A SYN on a spliced tuple is a new connection reusing a port of a flow
-	 * that ended (RST leaves no TIME_WAIT): the tuple is not ours any more.
-	 * Forget it so the new connection's later segments pass untouched, and
-	 * mark the old flow reset so the collector removes the rest.
-	 */
-	if (p->old.h[13] & TH_SYN) {
-		struct mmp_tc_stats *st = bpf_map_lookup_elem(&mmp_tc_stats, &tv->flow);
-
-		if (st)
-			st->rst = 1;
-		bpf_map_delete_elem(&mmp_tc_tuples, &p->tuple);
-		count(MMP_TC_CNT_TUPLE_REUSED);
+	st = bpf_map_lookup_elem(&mmp_tc_stats, &tv->flow);
+	if (!st)
 		return TC_ACT_OK;
+	/*
+	 * As kernel TCP judges them (RFC 5961; docs/DESIGN.md, tc engine
+	 * hardening). A SYN on a flow that ended (FIN both ways, or an RST at
+	 * snd_nxt: no TIME_WAIT) is a new connection reusing its port: forget
+	 * the tuple so its segments pass untouched. A SYN on a live flow is
+	 * translated: the endpoint answers it with a challenge ACK, as for its
+	 * own connection.
+	 */
+	if (flags & TH_SYN) {
+		if (st->rst || (st->fin[0] && st->fin[1])) {
+			st->rst = 1;
+			bpf_map_delete_elem(&mmp_tc_tuples, &p->tuple);
+			count(MMP_TC_CNT_TUPLE_REUSED);
+			return TC_ACT_OK;
+		}
+		count(MMP_TC_CNT_SYN_CHALLENGED);
 	}
-	if (tv->role == MMP_TC_ROLE_UP)
-		return translate(skb, p, tv->flow, 0, &flow->up);
-	if (tv->role == MMP_TC_ROLE_DOWN)
-		return translate(skb, p, tv->flow, 1, &flow->down);
-	return TC_ACT_OK;
+	/*
+	 * An RST ends the flow only at exactly the seq the receiver expects;
+	 * elsewhere in its window it is passed on for the endpoint to
+	 * challenge; outside, dropped.
+	 */
+	if (flags & TH_RST) {
+		__u32 off = rd32(&p->old.h[4]) - st->snd_nxt[dir & 1];
+
+		if (off == 0) {
+			reset = true;
+		} else if (off < st->rcv_wnd[dir & 1]) {
+			count(MMP_TC_CNT_RST_CHALLENGED);
+		} else {
+			count(MMP_TC_CNT_RST_DROPPED);
+			return TC_ACT_SHOT;
+		}
+	}
+	return translate(skb, p, st, dir, d, other, reset);
 }
 
 SEC("tc")
@@ -584,6 +652,50 @@ SEC("tc")
 int mmp_tc_ingress(struct __sk_buff *skb)
 {
 	return handle(skb, true);
+}
+
+/*
+ * Not attached: userspace runs it (BPF_PROG_TEST_RUN) at the switch to read a
+ * frozen socket's ts_recent, the peer's last TSval its kernel accepted, from
+ * which the TSval offsets are computed (struct mmp_tc_dir, tsval_delta).
+ */
+SEC("tc")
+int mmp_tc_ts_probe(struct __sk_buff *skb)
+{
+	struct mmp_tc_ts_query q;
+	struct bpf_sock_tuple t;
+	struct bpf_sock *sk;
+
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &q, sizeof(q)))
+		return TC_ACT_SHOT;
+	__builtin_memset(&t, 0, sizeof(t));
+	if (q.tuple.family == 4) {
+		__builtin_memcpy(&t.ipv4.saddr, q.tuple.saddr, 4);
+		__builtin_memcpy(&t.ipv4.daddr, q.tuple.daddr, 4);
+		t.ipv4.sport = q.tuple.sport;
+		t.ipv4.dport = q.tuple.dport;
+		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, q.tuple.saddr, 16);
+		__builtin_memcpy(t.ipv6.daddr, q.tuple.daddr, 16);
+		t.ipv6.sport = q.tuple.sport;
+		t.ipv6.dport = q.tuple.dport;
+		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	}
+	q.found = 0;
+	if (sk) {
+		if (sk->state == BPF_TCP_ESTABLISHED) {
+			struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+
+			if (tp) {
+				q.ts_recent = tp->rx_opt.ts_recent;
+				q.found = 1;
+			}
+		}
+		bpf_sk_release(sk);
+	}
+	bpf_skb_store_bytes(skb, ETH_HLEN, &q, sizeof(q), 0);
+	return TC_ACT_OK;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -281,6 +281,11 @@ static __noinline int handle_icmp(struct __sk_buff *skb)
 	 */
 	if (!flow || flow->mode != MMP_TC_MODE_SPLICE)
 		return TC_ACT_UNSPEC;
+	/* From the load balancer's side, as its segments are (tc.bpf.c, handle). */
+	if (skb->ifindex != flow->up.in_ifindex) {
+		count(MMP_TC_CNT_WRONG_IFACE);
+		return TC_ACT_UNSPEC;
+	}
 	to_upstream = q.family == 6 || icmp4_to_upstream;
 	ret = icmp_rewrite(skb, &q, flow, to_upstream);
 	if (ret) {

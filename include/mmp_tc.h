@@ -66,13 +66,21 @@ struct mmp_tc_dir {
 	struct mmp_tc_tuple out; /* the new addresses and ports */
 	__u32 seq_delta; /* added to seq */
 	__u32 ack_delta; /* added to ack and SACK edges */
-	__u32 ts_base; /* the first translated TSval this direction may use (PAWS-safe) */
+	__u32 ts_base; /* the lowest translated TSval (PAWS-safe); a TSecr below the other direction's echoes a frozen socket */
 	__u8 wscale_in; /* the sender's window shift */
 	__u8 wscale_out; /* the shift the receiver applies */
 	__u8 timestamps; /* both connections use TCP timestamps */
 	__u8 sack;
 	__u32 redirect_ifindex; /* 0: continue on this path (both connections over lo) */
 	__u32 redirect_ingress; /* 1: into ifindex's ingress (lo); 0: out via the neighbour */
+	/*
+	 * Added to TSval. Set by userspace at the switch from the frozen
+	 * socket's ts_recent (the sender's last TSval that its kernel accepted),
+	 * so that translated TSvals start at ts_base: no packet chooses it.
+	 */
+	__u32 tsval_delta;
+	/* The interface this direction's packets arrive on; on any other they are not the flow's. */
+	__u32 in_ifindex;
 };
 
 struct mmp_tc_flow {
@@ -83,19 +91,31 @@ struct mmp_tc_flow {
 };
 
 /*
- * Written by the TC programs only. The TSval offsets are learned from the
- * first packet of each direction after the switch: translated TSvals start
- * at ts_base, above anything the receiver saw from the frozen socket.
+ * Written by the TC programs; userspace sets the initial state at the switch
+ * (and last_seen_ns at HOLD: the age of a hand-off a dead instance left).
+ * snd_nxt/rcv_wnd judge RSTs and FINs as the receiver's kernel would (RFC
+ * 5961; docs/DESIGN.md, tc engine hardening): in the sender's own space.
  */
 struct mmp_tc_stats {
 	__u64 packets[2]; /* [0] up, [1] down */
 	__u64 bytes[2];
 	__u64 last_seen_ns; /* CLOCK_MONOTONIC_COARSE (bpf_ktime_get_coarse_ns: a tick behind at most, far cheaper) */
-	__u32 tsval_delta[2];
-	__u8 ts_learned[2];
-	__u8 fin[2]; /* FIN seen from L (up) / from U (down) */
-	__u8 rst;
-	__u8 pad[3];
+	__u32 snd_nxt[2]; /* the next seq expected from L (up) / U (down): highest acceptable seq+len */
+	__u32 rcv_wnd[2]; /* bytes the receiver of each direction last advertised (U for up, L for down) */
+	__u8 fin[2]; /* an acceptable FIN seen from L (up) / from U (down) */
+	__u8 rst; /* an RST at exactly snd_nxt: the flow ended */
+	__u8 pad[5];
+};
+
+/*
+ * mmp_tc_ts_probe's input and output (BPF_PROG_TEST_RUN, after a 14-byte
+ * Ethernet header): the established socket that receives tuple (src = its
+ * peer) and the last TSval its kernel accepted from that peer.
+ */
+struct mmp_tc_ts_query {
+	struct mmp_tc_tuple tuple;
+	__u32 ts_recent;
+	__u32 found;
 };
 
 enum mmp_tc_counter {
@@ -106,6 +126,10 @@ enum mmp_tc_counter {
 	MMP_TC_CNT_FREEZE_DROPS, /* peer segments dropped while freezing */
 	MMP_TC_CNT_TUPLE_REUSED, /* a SYN reused an ended flow's tuple */
 	MMP_TC_CNT_ICMP_TRANSLATED, /* ICMP errors about conn1 segments turned into the upstream's */
+	MMP_TC_CNT_RST_DROPPED, /* RSTs outside the receiver's window: dropped */
+	MMP_TC_CNT_RST_CHALLENGED, /* in-window RSTs not at snd_nxt: passed, the endpoint challenges them */
+	MMP_TC_CNT_SYN_CHALLENGED, /* SYNs on a live flow: passed, the endpoint challenges them */
+	MMP_TC_CNT_WRONG_IFACE, /* a flow's tuple on another interface than the flow's: not translated */
 	MMP_TC_CNT_MAX,
 };
 

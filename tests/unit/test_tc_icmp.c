@@ -217,6 +217,7 @@ struct icmp_case {
 	bool egress; /* run mmp_tc_egress: ICMP is looked at on ingress only */
 	uint32_t mode; /* 0: SPLICE */
 	bool lb_local; /* up.redirect_ifindex 0 (both connections over lo): continue, no redirect */
+	uint32_t lb_ifindex; /* up.in_ifindex; 0: lo, where the errors arrive in BPF_PROG_TEST_RUN */
 	bool lo_refuses_v4; /* icmp4_to_upstream off: lo lacks route_localnet/accept_local */
 	uint8_t type, code;
 	uint32_t info;
@@ -233,6 +234,18 @@ struct icmp_case {
 #define P_TO_L .src = E_P, .dst = E_L, .sport = 8443, .dport = 40000
 
 static const struct icmp_case cases[] = {
+	{
+		.name = "IPv4 frag-needed on another interface than the load balancer's: not translated",
+		.family = 4, .lb_ifindex = 99, .type = 3, .code = 4, .info = 1280,
+		.quoted = { P_TO_L, .seq = 0x000000f0, .ack = 0x00000100, .flags = ACK, .payload = 1400 },
+		.quote_tcp = 8, .outer_dst = E_P, .rewritten = false, .ret = TC_ACT_UNSPEC, .want_icmp_cnt = 0,
+	},
+	{
+		.name = "ICMPv6 packet too big on another interface than the load balancer's: not translated",
+		.family = 6, .lb_ifindex = 99, .type = 2, .code = 0, .info = 1280,
+		.quoted = { P_TO_L, .seq = 0x00000010, .ack = 0x00000020, .flags = ACK, .payload = 1400 },
+		.quote_tcp = 8, .outer_dst = E_P, .rewritten = false, .ret = TC_ACT_UNSPEC, .want_icmp_cnt = 0,
+	},
 	{
 		.name = "IPv4 frag-needed, RFC 792 quote (IP header + 8): addresses, ports, seq wrapped back",
 		.family = 4, .type = 3, .code = 4, .info = 1280,
@@ -429,6 +442,9 @@ static void fill_maps(struct tc_bpf *skel, const struct icmp_case *c)
 	flow.up.ack_delta = -SEQ_DELTA;
 	flow.down.seq_delta = SEQ_DELTA;
 	flow.down.ack_delta = ACK_DELTA;
+	/* The load balancer's side: BPF_PROG_TEST_RUN's device (lo), or another interface. */
+	flow.up.in_ifindex = c->lb_ifindex ? c->lb_ifindex : LO_IFINDEX;
+	flow.down.in_ifindex = LO_IFINDEX;
 	if (!c->lb_local) {
 		flow.up.redirect_ifindex = LO_IFINDEX;
 		flow.up.redirect_ingress = 1;

@@ -21,6 +21,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -406,13 +409,22 @@ struct dir_cfg {
 	uint32_t seq_delta, ack_delta, ts_base;
 	uint8_t wsin, wsout, ts, sack;
 	uint32_t redirect_ifindex, redirect_ingress;
+	uint32_t tsd; /* tsval_delta, computed by userspace at the switch */
+	uint32_t ifindex; /* in_ifindex; 0: lo (1), where BPF_PROG_TEST_RUN runs the packets */
+};
+
+/* The receive state userspace writes at the switch (mmp_tc_stats snd_nxt, rcv_wnd). */
+struct rx_init {
+	bool set; /* false: snd_nxt 0, rcv_wnd 1 GiB both ways (every fixture seq near 0 is acceptable) */
+	bool ended; /* an RST already ended the flow */
+	uint32_t nxt[2], wnd[2];
 };
 
 struct stats_exp {
 	uint64_t packets[2], bytes[2];
-	uint8_t fin[2], rst, ts_learned[2];
-	bool check_deltas;
-	uint32_t tsval_delta[2];
+	uint8_t fin[2], rst;
+	bool check_nxt;
+	uint32_t nxt[2], wnd[2];
 };
 
 struct rw_case {
@@ -421,7 +433,8 @@ struct rw_case {
 	uint32_t mode; /* 0: tuples only, no flow entry */
 	bool ingress; /* run mmp_tc_ingress instead of mmp_tc_egress */
 	struct dir_cfg up, down;
-	struct step steps[8];
+	struct rx_init rx;
+	struct step steps[70];
 	bool check_stats;
 	struct stats_exp st;
 	bool check_cnt;
@@ -684,11 +697,12 @@ static const struct rw_case cases[] = {
 		},
 	},
 	{
-		.name = "SPLICE RST+ACK: seq/ack translated, window untouched, RST recorded",
+		.name = "SPLICE RST+ACK at snd_nxt: seq/ack translated, window untouched, RST recorded",
 		.family = 4,
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10 },
 		.down = { .seq_delta = 0xfffffff6, .ack_delta = 0xffffffec, .wsin = 10, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0xfffffffa, 0 }, .wnd = { 1000, 1000 } },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffffa, .ack = 0x1000, .flags = RST | ACK,
 					   .win = 1000 },
@@ -703,6 +717,7 @@ static const struct rw_case cases[] = {
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10 },
 		.down = { .seq_delta = 0x10000, .ack_delta = 0x20000, .wsin = 10, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0, 0x5000 }, .wnd = { 1000, 1000 } },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x5000, .ack = 0x12345678, .flags = RST, .win = 0 },
 			  .out = { .seq = 0x15000, .ack = 0x12345678, .win = 0 } },
@@ -711,11 +726,12 @@ static const struct rw_case cases[] = {
 		.st = { .packets = { 0, 1 }, .rst = 1 },
 	},
 	{
-		.name = "SPLICE SYN/SYN-ACK untouched, their tuples forgotten, flow marked reset",
+		.name = "SPLICE SYN/SYN-ACK on an ended flow: untouched, their tuples forgotten",
 		.family = 4,
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10, .ts = 1, .sack = 1, .ts_base = 99 },
 		.down = { .seq_delta = 30, .ack_delta = 40, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 77 },
+		.rx = { .set = true, .ended = true, .wnd = { 1 << 20, 1 << 20 } },
 		.steps = {
 			{ EXP_SAME, .in = { .tup = T_UP, .seq = 0x1000, .flags = SYN, .win = 64240, .opts = "MPTNW",
 					    .tsval = 12345 } },
@@ -752,7 +768,7 @@ static const struct rw_case cases[] = {
 		.family = 4,
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 0x100, .ack_delta = 0x200, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
-			.ts_base = 50000 },
+			.ts_base = 50000, .tsd = 49000 },
 		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 1 },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0xdeadbeef, .flags = PSH, .win = 10,
@@ -765,17 +781,17 @@ static const struct rw_case cases[] = {
 
 	/* ---- timestamps ---- */
 	{
-		.name = "timestamps: TSval from ts_base, TSecr 0 until the other side learned, then translated back",
+		.name = "timestamps: TSval offset from the switch; TSecr 0 while it echoes a frozen socket (below ts_base), then translated back",
 		.family = 4,
 		.mode = MODE_SPLICE,
-		.up = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x50000000 },
-		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x7000 },
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x50000000, .tsd = 0x50000000u - 1000u },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x7000, .tsd = 0x7000u - 0xaaaa0000u },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 100, .opts = "NNT",
-					   .tsval = 1000, .tsecr = 0x9999, .payload = 10 },
+					   .tsval = 1000, .tsecr = 0x6999, .payload = 10 },
 			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x50000000, .tsecr = 0 } },
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 11, .ack = 2, .flags = ACK | PSH, .win = 100,
-					   .opts = "NNT", .tsval = 1005, .tsecr = 0x9999, .payload = 10 },
+					   .opts = "NNT", .tsval = 1005, .tsecr = 0x6999, .payload = 10 },
 			  .out = { .seq = 11, .ack = 2, .win = 100, .tsval = 0x50000005, .tsecr = 0 } },
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 21, .flags = ACK, .win = 200, .opts = "NNT",
 					   .tsval = 0xaaaa0000, .tsecr = 0x50000005 },
@@ -788,18 +804,17 @@ static const struct rw_case cases[] = {
 			  .out = { .seq = 2, .ack = 21, .win = 200, .tsval = 0x7003, .tsecr = 1010 } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 3, 2 }, .bytes = { 20, 0 }, .ts_learned = { 1, 1 }, .check_deltas = true,
-			.tsval_delta = { 0x50000000u - 1000u, 0x7000u - 0xaaaa0000u } },
+		.st = { .packets = { 3, 2 }, .bytes = { 20, 0 },  },
 	},
 	{
 		.name = "timestamps: offsets and TSvals wrap across 2^32",
 		.family = 4,
 		.mode = MODE_SPLICE,
-		.up = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x100 },
-		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0xfffffffe },
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x100, .tsd = 0x110 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0xfffffffe, .tsd = 0xffffffee },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
-					   .tsval = 0xfffffff0, .tsecr = 0x4242 },
+					   .tsval = 0xfffffff0, .tsecr = 0xfffff000 },
 			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x100, .tsecr = 0 } },
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 1, .flags = ACK, .win = 100, .opts = "NNT",
 					   .tsval = 0x10, .tsecr = 0x100 },
@@ -812,14 +827,13 @@ static const struct rw_case cases[] = {
 			  .out = { .seq = 2, .ack = 1, .win = 100, .tsval = 0x1, .tsecr = 0x4 } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 2, 2 }, .ts_learned = { 1, 1 }, .check_deltas = true,
-			.tsval_delta = { 0x110, 0xffffffee } },
+		.st = { .packets = { 2, 2 },  },
 	},
 	{
-		.name = "timestamps: a reordered lower TSval keeps the learned offset",
+		.name = "timestamps: a reordered lower TSval keeps the offset",
 		.family = 4,
 		.mode = MODE_SPLICE,
-		.up = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x1000 },
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x1000, .tsd = 0x1000u - 5000u },
 		.down = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x2000 },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
@@ -830,8 +844,7 @@ static const struct rw_case cases[] = {
 			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x1000 - 10, .tsecr = 0 } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 2, 0 }, .ts_learned = { 1, 0 }, .check_deltas = true,
-			.tsval_delta = { 0x1000u - 5000u, 0 } },
+		.st = { .packets = { 2, 0 },  },
 	},
 	{
 		.name = "timestamps off in the flow: TS option untouched",
@@ -854,7 +867,7 @@ static const struct rw_case cases[] = {
 		.family = 4,
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 0x100, .ack_delta = 0x10000, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
-			.ts_base = 0x1000 },
+			.ts_base = 0x1000, .tsd = 0xff9 },
 		.down = DIR_TS_SACK,
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x500, .ack = 0x1000, .flags = ACK, .win = 300,
@@ -882,7 +895,7 @@ static const struct rw_case cases[] = {
 		.mode = MODE_SPLICE,
 		.up = DIR_TS_SACK,
 		.down = { .seq_delta = 0x7, .ack_delta = 0x80000000, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
-			  .ts_base = 0xabcdef01 },
+			  .ts_base = 0xabcdef01, .tsd = 0xabcdee01 },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x10, .ack = 0x80000010, .flags = ACK, .win = 512,
 					   .opts = "NNTNNS", .tsval = 0x100, .tsecr = 0x200, .nsack = 3,
@@ -898,16 +911,16 @@ static const struct rw_case cases[] = {
 		.mode = MODE_SPLICE,
 		.up = DIR_TS_SACK,
 		.down = { .seq_delta = 0x3, .ack_delta = 0xfffffe00, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
-			  .ts_base = 0x11223344 },
+			  .ts_base = 0x11223344, .tsd = 0x11223344u - 0xcafeu },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0xfffffffe, .ack = 0x300, .flags = ACK | PSH,
 					   .win = 1024, .opts = "NTNNS", .tsval = 0xcafe, .tsecr = 0xbeef, .nsack = 3,
 					   .sack = { 0x100, 0x180, 0x1f0, 0x200, 0x250, 0x300 }, .payload = 17 },
-			  .out = { .seq = 0x1, .ack = 0x100, .win = 1024, .tsval = 0x11223344, .tsecr = 0,
+			  .out = { .seq = 0x1, .ack = 0x100, .win = 1024, .tsval = 0x11223344, .tsecr = 0xbeef,
 				   .sack = { 0xffffff00, 0xffffff80, 0xfffffff0, 0x0, 0x50, 0x100 } } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 0, 1 }, .bytes = { 0, 17 }, .ts_learned = { 0, 1 } },
+		.st = { .packets = { 0, 1 }, .bytes = { 0, 17 } },
 	},
 	{
 		.name = "SACK 4 blocks, no timestamps",
@@ -927,7 +940,7 @@ static const struct rw_case cases[] = {
 		.name = "SACK after unknown options (MSS, window scale) is still found",
 		.family = 4,
 		.mode = MODE_SPLICE,
-		.up = { .ack_delta = 0x1000, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x55 },
+		.up = { .ack_delta = 0x1000, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 0x55, .tsd = 0x52 },
 		.down = DIR_TS_SACK,
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 0x10, .flags = ACK, .win = 9, .opts = "MWTS",
@@ -943,7 +956,7 @@ static const struct rw_case cases[] = {
 		.family = 6,
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 0x200, .ack_delta = 0xffffff00, .wsin = 7, .wsout = 10, .ts = 1, .sack = 1,
-			.ts_base = 0x3000 },
+			.ts_base = 0x3000, .tsd = 0x2ff0 },
 		.down = { .seq_delta = 0xfffffe00, .ack_delta = 0x100, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1,
 			  .ts_base = 0x4000 },
 		.steps = {
@@ -957,16 +970,16 @@ static const struct rw_case cases[] = {
 			  .out = { .seq = 0x630, .ack = 0xffffff50, .win = 125, .tsval = 0x3005, .tsecr = 0 } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 2, 0 }, .bytes = { 1200, 0 }, .fin = { 1, 0 }, .ts_learned = { 1, 0 } },
+		.st = { .packets = { 2, 0 }, .bytes = { 1200, 0 }, .fin = { 1, 0 } },
 	},
 	{
 		.name = "IPv6 SPLICE down: tuple, seq/ack wrap, clamp, TSecr translated back",
 		.family = 6,
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 0x200, .ack_delta = 0xffffff00, .wsin = 7, .wsout = 10, .ts = 1, .sack = 1,
-			.ts_base = 0x3000 },
+			.ts_base = 0x3000, .tsd = 0x2b00 },
 		.down = { .seq_delta = 0xfffffe00, .ack_delta = 0x100, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1,
-			  .ts_base = 0x4000 },
+			  .ts_base = 0x4000, .tsd = 0x3f89 },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2000, .flags = ACK, .win = 100,
 					   .opts = "NNT", .tsval = 0x500, .tsecr = 1 },
@@ -981,7 +994,7 @@ static const struct rw_case cases[] = {
 			  .out = { .seq = 0xffffff63, .ack = 0x1300, .win = 9000, .tsval = 0x4001, .tsecr = 0x500 } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 1, 2 }, .bytes = { 0, 99 }, .rst = 1, .ts_learned = { 1, 1 } },
+		.st = { .packets = { 1, 2 }, .bytes = { 0, 99 }, .rst = 1 },
 	},
 	{
 		.name = "IPv6 HOLD: conn1 window 0, UP unchanged",
@@ -1033,7 +1046,7 @@ static const struct rw_case cases[] = {
 		.family = 4,
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
-			.ts_base = 0x999 },
+			.ts_base = 0x999, .tsd = 0x996 },
 		.down = DIR_TS_SACK,
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 100,
@@ -1043,13 +1056,13 @@ static const struct rw_case cases[] = {
 				   .sack = { 0x25, 0x26 } } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 1, 0 }, .bytes = { 30, 0 }, .ts_learned = { 1, 0 } },
+		.st = { .packets = { 1, 0 }, .bytes = { 30, 0 } },
 	},
 	{
 		.name = "bad TCP checksum on input stays off by the same amount after SPLICE",
 		.family = 4,
 		.mode = MODE_SPLICE,
-		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 9, .ts = 1, .ts_base = 0x999 },
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 9, .ts = 1, .ts_base = 0x999, .tsd = 0x996 },
 		.down = DIR_TS_SACK,
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 1000, .opts = "NNT",
@@ -1062,7 +1075,7 @@ static const struct rw_case cases[] = {
 		.family = 6,
 		.mode = MODE_SPLICE,
 		.up = DIR_TS_SACK,
-		.down = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 9, .wsout = 7, .ts = 1, .ts_base = 0x999 },
+		.down = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 9, .wsout = 7, .ts = 1, .ts_base = 0x999, .tsd = 0x996 },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 1000, .opts = "NNT",
 					   .tsval = 3, .tsecr = 4, .payload = 8, .csum_err = 0xff00 },
@@ -1074,9 +1087,9 @@ static const struct rw_case cases[] = {
 		.family = 4,
 		.mode = MODE_SPLICE,
 		.ingress = true,
-		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 9 },
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 9, .tsd = 6 },
 		.down = { .seq_delta = 0xfffffff0, .ack_delta = 0xffffffe0, .wsin = 7, .wsout = 7, .ts = 1, .sack = 1,
-			  .ts_base = 8 },
+			  .ts_base = 8, .tsd = (uint32_t)-42 },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
 					   .tsval = 3, .tsecr = 4 },
@@ -1087,7 +1100,7 @@ static const struct rw_case cases[] = {
 			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 1, .ack = 2, .flags = ACK, .win = 100 } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 1, 1 }, .ts_learned = { 1, 1 } },
+		.st = { .packets = { 1, 1 } },
 	},
 	{
 		.name = "redirect into lo ingress: Ethernet addresses zeroed, TC_ACT_REDIRECT",
@@ -1119,11 +1132,11 @@ static const struct rw_case cases[] = {
 	},
 
 	{
-		.name = "timestamps: a learned offset of exactly 0 still counts as learned",
+		.name = "timestamps: an offset of exactly 0 translates TSecr back too",
 		.family = 4,
 		.mode = MODE_SPLICE,
 		.up = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 1000 },
-		.down = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x500 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x500, .tsd = 0x100 },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
 					   .tsval = 1000, .tsecr = 77 },
@@ -1133,7 +1146,7 @@ static const struct rw_case cases[] = {
 			  .out = { .seq = 2, .ack = 1, .win = 100, .tsval = 0x500, .tsecr = 1000 } },
 		},
 		.check_stats = true,
-		.st = { .packets = { 1, 1 }, .ts_learned = { 1, 1 }, .check_deltas = true, .tsval_delta = { 0, 0x100 } },
+		.st = { .packets = { 1, 1 } },
 	},
 	{
 		.name = "malformed option length (overruns the header): options untouched, header translated",
@@ -1185,6 +1198,189 @@ static const struct rw_case cases[] = {
 		.st = { .packets = { 1, 1 }, .bytes = { 0, 2 } },
 	},
 
+	/* ---- RST, SYN, FIN as kernel TCP judges them (RFC 5961; docs/DESIGN.md, tc engine hardening) ---- */
+	{
+		.name = "RST: in the window but not at snd_nxt passes translated, unmarked; outside it is dropped",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = 0x200, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = 0x400, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x8000 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1001, .flags = RST },
+			  .out = { .seq = 0x1101 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000 + 0xffff, .ack = 5, .flags = RST | ACK },
+			  .out = { .seq = 0x10fff + 0x100, .ack = 0x205 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_UP, .seq = 0x1000 + 0x10000, .flags = RST } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_UP, .seq = 0x0fff, .flags = RST } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_UP, .seq = 0x80001000, .flags = RST | ACK } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2001, .ack = 7, .flags = RST | ACK },
+			  .out = { .seq = 0x2301, .ack = 0x407 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_DOWN, .seq = 0x2000 + 0x8000, .flags = RST } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 1 }, .check_nxt = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x8000 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 3, [MMP_TC_CNT_RST_CHALLENGED] = 3, [MMP_TC_CNT_RST_DROPPED] = 4 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
+	{
+		.name = "RST: snd_nxt follows the sender's data and FIN; an RST exactly there ends the flow",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x30, .ack_delta = 0x40, .wsin = 2, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0xfffffff0, 0x500 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			/* 0x20 bytes across 2^32: snd_nxt 0x10. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffff0, .ack = 0x500, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x20 },
+			  .out = { .seq = 0, .ack = 0x520, .win = 100 } },
+			/* A retransmission of older bytes does not move it back. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffff0, .ack = 0x500, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x10 },
+			  .out = { .seq = 0, .ack = 0x520, .win = 100 } },
+			/* Window 1000 << 2: the up direction's RSTs are judged by it from now on. */
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x10, .flags = ACK | FIN, .win = 1000 },
+			  .out = { .seq = 0x530, .ack = 0x50, .win = 31 } },
+			/* The old snd_nxt is behind now: dropped. */
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_UP, .seq = 0xfffffff0, .flags = RST } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x10, .flags = RST },
+			  .out = { .seq = 0x20 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 3, 1 }, .bytes = { 0x30, 0 }, .fin = { 0, 1 }, .rst = 1, .check_nxt = true,
+			.nxt = { 0x10, 0x501 }, .wnd = { 4000, 100 << 7 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 4, [MMP_TC_CNT_RST_DROPPED] = 1 },
+	},
+	{
+		.name = "SYN on a live flow: translated for the endpoint to challenge, tuples kept, not reset",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 10, .ack_delta = 20, .wsin = 7, .wsout = 10, .ts = 1, .sack = 1, .ts_base = 99,
+			.tsd = 0x1000 },
+		.down = { .seq_delta = 30, .ack_delta = 40, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1, .ts_base = 77 },
+		.rx = { .set = true, .nxt = { 0x5000, 0x6000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xdead0000, .flags = SYN, .win = 64240, .opts = "MPTNW",
+					   .tsval = 12345 },
+			  .out = { .seq = 0xdead000a, .win = 64240, .tsval = 12345 + 0x1000 } },
+			/* The flow goes on. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x5000, .ack = 0x6000, .flags = ACK | PSH, .win = 8,
+					   .payload = 10 },
+			  .out = { .seq = 0x500a, .ack = 0x6014, .win = 1 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 0 }, .bytes = { 10, 0 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 2, [MMP_TC_CNT_SYN_CHALLENGED] = 1 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
+	{
+		.name = "SYN after FINs both ways: a new connection, its tuple forgotten",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7 },
+		.down = { .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x100, 0x200 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x100, .ack = 0x200, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x100, .ack = 0x200, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x200, .ack = 0x101, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x200, .ack = 0x101, .win = 100 } },
+			{ EXP_SAME, .in = { .tup = T_UP, .seq = 0x7000, .flags = SYN, .win = 64240 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 1 }, .fin = { 1, 1 }, .rst = 1 },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 2, [MMP_TC_CNT_TUPLE_REUSED] = 1 },
+		.check_tuples = true,
+		.tuples_left = 0xf & ~(1 << T_UP),
+	},
+	{
+		.name = "FIN outside the window: translated but not recorded, so a later SYN is challenged",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7 },
+		.down = { .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x100, 0x200 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x80000100, .ack = 0x200, .flags = ACK | FIN, .win = 0 },
+			  .out = { .seq = 0x80000100, .ack = 0x200, .win = 0 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x200, .ack = 0x100, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x200, .ack = 0x100, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x9999, .flags = SYN, .win = 64240 },
+			  .out = { .seq = 0x9999, .win = 64240 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 1 }, .fin = { 0, 1 }, .check_nxt = true, .nxt = { 0x100, 0x201 },
+			.wnd = { 100 << 7, 0x10000 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 3, [MMP_TC_CNT_SYN_CHALLENGED] = 1 },
+	},
+
+	/* ---- interface ---- */
+	{
+		.name = "a flow's tuple on another interface than the flow's: untouched, in SPLICE and FREEZE",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .ifindex = 99 },
+		.down = { .seq_delta = 0x30, .ack_delta = 0x40, .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK | PSH,
+								  .win = 100, .payload = 10 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 0, .flags = RST } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 5, .flags = SYN, .win = 100 } },
+			/* The other direction is on its own interface (lo): translated. */
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 1, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x32, .ack = 0x41, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 0, 1 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1, [MMP_TC_CNT_WRONG_IFACE] = 3 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
+	{
+		.name = "FREEZE: a flow's tuple on another interface is not dropped either: not ours",
+		.family = 6,
+		.mode = MODE_FREEZE,
+		.up = { .wsin = 7, .wsout = 7, .ifindex = 99 },
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK, .win = 100 } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_FREEZE_DROPS] = 1, [MMP_TC_CNT_WRONG_IFACE] = 1 },
+	},
+
+	/* ---- the TSval offset is userspace's ---- */
+	{
+		.name = "timestamps: the first packet after the switch does not choose the offset",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x1000, .tsd = 0x100 },
+		.down = { .wsin = 7, .wsout = 7, .ts = 1, .ts_base = 0x2000, .tsd = 0x1100 },
+		.steps = {
+			/* Injected, with a TSval far ahead: translated by the switch's offset, no more. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0x70000000, .tsecr = 0x10 },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x70000100, .tsecr = 0 } },
+			/* The load balancer's own next segment: at ts_base, as the switch planned. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0xf00, .tsecr = 0x2000 },
+			  .out = { .seq = 1, .ack = 2, .win = 100, .tsval = 0x1000, .tsecr = 0xf00 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 2, .ack = 1, .flags = ACK, .win = 100, .opts = "NNT",
+					   .tsval = 0xf00, .tsecr = 0x1000 },
+			  .out = { .seq = 2, .ack = 1, .win = 100, .tsval = 0x2000, .tsecr = 0xf00 } },
+		},
+	},
+
 	/* ---- stats ---- */
 	{
 		.name = "stats: packets and bytes per direction, FIN per direction",
@@ -1217,6 +1413,7 @@ static const struct rw_case cases[] = {
 		.mode = MODE_SPLICE,
 		.up = { .wsin = 7, .wsout = 7 },
 		.down = { .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 1, 1 }, .wnd = { 1 << 20, 1 << 20 } },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 1, .ack = 1, .flags = ACK | FIN, .win = 100, .payload = 5 },
 			  .out = { .seq = 1, .ack = 1, .win = 100 } },
@@ -1263,6 +1460,8 @@ static void fill_dir(struct mmp_tc_dir *d, const struct dir_cfg *c, uint8_t fami
 	d->sack = c->sack;
 	d->redirect_ifindex = c->redirect_ifindex;
 	d->redirect_ingress = c->redirect_ingress;
+	d->tsval_delta = c->tsd;
+	d->in_ifindex = c->ifindex ? c->ifindex : 1;
 }
 
 /* The map contents mmp_tc_begin and the switch write (user/engine/tc/tc_handoff.c). */
@@ -1283,6 +1482,11 @@ static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 		assert_int_equal(bpf_map_update_elem(tuples, &key, &tv, BPF_NOEXIST), 0);
 	}
 	memset(&st, 0, sizeof(st));
+	for (int d = 0; d < 2; d++) {
+		st.snd_nxt[d] = c->rx.set ? c->rx.nxt[d] : 0;
+		st.rcv_wnd[d] = c->rx.set ? c->rx.wnd[d] : 1u << 30;
+	}
+	st.rst = c->rx.ended;
 	assert_int_equal(bpf_map_update_elem(stats, &id, &st, BPF_NOEXIST), 0);
 	if (!c->mode)
 		return;
@@ -1376,17 +1580,14 @@ static void check_stats(struct tc_bpf *skel, const struct rw_case *c)
 
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_stats), &id, &st), 0);
 	for (int d = 0; d < 2; d++) {
-		if (st.packets[d] != e->packets[d] || st.bytes[d] != e->bytes[d] || st.fin[d] != e->fin[d] ||
-		    st.ts_learned[d] != e->ts_learned[d])
-			fail_msg("case \"%s\": stats[%s] packets %llu bytes %llu fin %u ts_learned %u, "
-				 "expected %llu %llu %u %u",
+		if (st.packets[d] != e->packets[d] || st.bytes[d] != e->bytes[d] || st.fin[d] != e->fin[d])
+			fail_msg("case \"%s\": stats[%s] packets %llu bytes %llu fin %u, expected %llu %llu %u",
 				 c->name, d ? "down" : "up", (unsigned long long)st.packets[d],
-				 (unsigned long long)st.bytes[d], st.fin[d], st.ts_learned[d],
-				 (unsigned long long)e->packets[d], (unsigned long long)e->bytes[d], e->fin[d],
-				 e->ts_learned[d]);
-		if (e->check_deltas && st.tsval_delta[d] != e->tsval_delta[d])
-			fail_msg("case \"%s\": stats tsval_delta[%d] %#x, expected %#x", c->name, d, st.tsval_delta[d],
-				 e->tsval_delta[d]);
+				 (unsigned long long)st.bytes[d], st.fin[d], (unsigned long long)e->packets[d],
+				 (unsigned long long)e->bytes[d], e->fin[d]);
+		if (e->check_nxt && (st.snd_nxt[d] != e->nxt[d] || st.rcv_wnd[d] != e->wnd[d]))
+			fail_msg("case \"%s\": stats[%s] snd_nxt %#x rcv_wnd %#x, expected %#x %#x", c->name,
+				 d ? "down" : "up", st.snd_nxt[d], st.rcv_wnd[d], e->nxt[d], e->wnd[d]);
 	}
 	if (st.rst != e->rst)
 		fail_msg("case \"%s\": stats rst %u, expected %u", c->name, st.rst, e->rst);
@@ -1404,6 +1605,10 @@ static const char *const counter_name[] = {
 	[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
 	[MMP_TC_CNT_TUPLE_REUSED] = "tuple_reused",
 	[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_translated",
+	[MMP_TC_CNT_RST_DROPPED] = "rst_dropped",
+	[MMP_TC_CNT_RST_CHALLENGED] = "rst_challenged",
+	[MMP_TC_CNT_SYN_CHALLENGED] = "syn_challenged",
+	[MMP_TC_CNT_WRONG_IFACE] = "wrong_iface",
 };
 
 /* The current case's skeleton: destroyed by the teardown, even after a failure. */
@@ -1546,10 +1751,88 @@ static void test_fixture_builder(void **state)
 	assert_int_equal(tcp_residual(b, &lo), 0xffff);
 }
 
+/* mmp_tc_ts_probe's query for the socket that receives src -> dst (its peer's last accepted TSval). */
+static int ts_probe(struct tc_bpf *skel, const struct sockaddr_in *src, const struct sockaddr_in *dst, uint32_t *ts)
+{
+	struct __attribute__((packed)) {
+		uint8_t eth[14];
+		struct mmp_tc_ts_query q;
+	} in = { 0 }, out = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &in, .data_size_in = sizeof(in), .data_out = &out,
+		    .data_size_out = sizeof(out), .repeat = 1);
+
+	in.q.tuple.family = 4;
+	in.q.tuple.sport = src->sin_port;
+	in.q.tuple.dport = dst->sin_port;
+	memcpy(in.q.tuple.saddr, &src->sin_addr, 4);
+	memcpy(in.q.tuple.daddr, &dst->sin_addr, 4);
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.mmp_tc_ts_probe), &opts), 0);
+	*ts = out.q.ts_recent;
+	return out.q.found ? 0 : -ENOENT;
+}
+
+static uint32_t tcp_timestamp(int fd)
+{
+	uint32_t v = 0;
+	socklen_t len = sizeof(v);
+
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &v, &len), 0);
+	return v;
+}
+
+/*
+ * The TSval offsets come from each frozen socket's ts_recent (user/tc_engine.c,
+ * read_ts_recent): over a loopback connection, the probe must return the
+ * last TSval the receiver accepted, between the sender's clock before and
+ * after its last segment; and nothing for a tuple no socket has.
+ */
+static void test_ts_probe(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, b, c;
+	socklen_t len = sizeof(a);
+	int l, x, y, one = 1;
+	uint32_t t0, t1, ts;
+	char buf[4];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	cur_skel = load_skel();
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	x = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(x, (struct sockaddr *)&a, sizeof(a)), 0);
+	y = accept(l, NULL, NULL);
+	assert_true(y >= 0);
+	setsockopt(x, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	len = sizeof(b);
+	assert_int_equal(getsockname(x, (struct sockaddr *)&b, &len), 0); /* x's side: b -> a */
+	usleep(20000);
+	t0 = tcp_timestamp(x);
+	assert_int_equal(write(x, "ping", 4), 4);
+	assert_int_equal(read(y, buf, 4), 4);
+	t1 = tcp_timestamp(x);
+	assert_int_equal(ts_probe(cur_skel, &b, &a, &ts), 0); /* y receives b -> a */
+	/* One tick of slack: the segment's TSval and getsockopt's clock may round a millisecond apart. */
+	if ((int32_t)(ts - t0) < -1 || (int32_t)(t1 - ts) < -1)
+		fail_msg("ts_recent %u is not x's TSval of the last segment (x's clock %u before, %u after)", ts, t0, t1);
+	c = b;
+	c.sin_port = htons(ntohs(b.sin_port) ^ 0x4000);
+	assert_int_equal(ts_probe(cur_skel, &c, &a, &ts), -ENOENT);
+	close(x);
+	close(y);
+	close(l);
+	tc_bpf__destroy(cur_skel);
+	cur_skel = NULL;
+}
+
 int main(void)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]);
-	struct CMUnitTest *tests = calloc(n + 1, sizeof(*tests));
+	struct CMUnitTest *tests = calloc(n + 2, sizeof(*tests));
 
 	if (!tests)
 		return 1;
@@ -1562,7 +1845,8 @@ int main(void)
 		tests[i + 1].teardown_func = teardown_skel;
 		tests[i + 1].initial_state = (void *)&cases[i];
 	}
-	int rc = _cmocka_run_group_tests("tc_rewrite", tests, n + 1, NULL, NULL);
+	tests[n + 1] = (struct CMUnitTest)cmocka_unit_test_teardown(test_ts_probe, teardown_skel);
+	int rc = _cmocka_run_group_tests("tc_rewrite", tests, n + 2, NULL, NULL);
 
 	free(tests);
 	return rc;

@@ -120,6 +120,10 @@ static void print_tc_counters(int fd)
 		[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
 		[MMP_TC_CNT_TUPLE_REUSED] = "tuples_reused_by_syn",
 		[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_errors_translated",
+		[MMP_TC_CNT_RST_DROPPED] = "rsts_out_of_window_dropped",
+		[MMP_TC_CNT_RST_CHALLENGED] = "rsts_in_window_passed",
+		[MMP_TC_CNT_SYN_CHALLENGED] = "syns_on_live_flows_passed",
+		[MMP_TC_CNT_WRONG_IFACE] = "packets_on_another_interface",
 	};
 	printf("tc counters:\n");
 	for (uint32_t i = 0; i < MMP_TC_CNT_MAX; i++) {

@@ -36,6 +36,9 @@ struct mmp_drain {
 /* What the upstream socket needs, decided before it is opened. */
 struct mmp_preconnect {
 	int mss; /* TCP_MAXSEG for the upstream socket; 0: leave it */
+	/* An unspoofed connection's source the engine chose (tc: a port no spliced flow holds). */
+	bool have_src;
+	struct sockaddr_storage src;
 };
 
 struct mmp_engine;

@@ -83,12 +83,17 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 	/* An engine may hold the client's ip:port (tc: a spliced flow) and choose the socket's MSS. */
 	what = "bind";
 	fd = mmp_engines_pre_connect(&w->engines, c, &pc);
+	if (fd < 0 && !src)
+		what = "choosing a local port that no spliced flow holds";
+	if (!fd && !src && pc.have_src)
+		src = (const struct sockaddr *)&pc.src;
 	if (!fd)
 		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->loop.cfg->mark, pc.mss, &what);
 	if (fd < 0) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
 		pr_conn("upstream %s for client %s: %s failed: %s%s", mmp_fmt_addr((const void *)c->target, a),
-			src ? mmp_fmt_addr(src, b) : "(unspoofed)", what, strerror(-fd), mmp_upstream_hint(what, fd));
+			c->src_addr.ss_family ? mmp_fmt_addr(src, b) : "(unspoofed)", what, strerror(-fd),
+			mmp_upstream_hint(what, fd));
 		mmp_conn_close(&w->loop, c, false, false);
 		return;
 	}

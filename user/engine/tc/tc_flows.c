@@ -153,10 +153,32 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	return 0;
 }
 
-void mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
+/*
+ * A hand-off's entries, found by walking the tuples (its flow entry may not
+ * name them all: the instance died before the switch wrote them).
+ */
+static void delete_orphan(struct mmp_tc *tc, uint64_t flow)
+{
+	struct mmp_tc_tuple key, next;
+	bool have = bpf_map_get_next_key(tc->tuples_fd, NULL, &next) == 0;
+
+	while (have) {
+		struct mmp_tc_tuple_val tv;
+
+		key = next;
+		have = bpf_map_get_next_key(tc->tuples_fd, &key, &next) == 0;
+		if (bpf_map_lookup_elem(tc->tuples_fd, &key, &tv) == 0 && tv.flow == flow)
+			bpf_map_delete_elem(tc->tuples_fd, &key);
+	}
+	bpf_map_delete_elem(tc->flows_fd, &flow);
+	bpf_map_delete_elem(tc->stats_fd, &flow);
+}
+
+int mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
 {
 	uint64_t key, next, now = mmp_now_ns();
 	bool have = bpf_map_get_next_key(tc->stats_fd, NULL, &next) == 0;
+	int removed = 0;
 
 	while (have) {
 		struct mmp_tc_stats st;
@@ -166,10 +188,30 @@ void mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
 
 		key = next;
 		have = bpf_map_get_next_key(tc->stats_fd, &key, &next) == 0;
-		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st) || bpf_map_lookup_elem(tc->flows_fd, &key, &flow))
+		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st))
 			continue;
-		if (flow.mode != MMP_TC_MODE_SPLICE)
-			continue; /* a hand-off in progress belongs to its worker */
+		if (bpf_map_lookup_elem(tc->flows_fd, &key, &flow)) {
+			/* A hand-off a previous instance died in before writing its flow entry. */
+			if (st.last_seen_ns < tc->open_ns) {
+				delete_orphan(tc, key);
+				removed++;
+			}
+			continue;
+		}
+		/*
+		 * A hand-off in progress belongs to its worker, unless it was
+		 * left by a previous instance (started before this one opened;
+		 * the pin directory's lock rules out a live one) or is far older
+		 * than any hand-off takes: its claim on the tuple is released.
+		 */
+		if (flow.mode != MMP_TC_MODE_SPLICE) {
+			if (st.last_seen_ns < tc->open_ns ||
+			    (st.last_seen_ns < now && now - st.last_seen_ns > ORPHAN_NS)) {
+				delete_orphan(tc, key);
+				removed++;
+			}
+			continue;
+		}
 		/*
 		 * Regression: `now` is taken before the walk, and the programs keep
 		 * stamping last_seen meanwhile; an unsigned now - last_seen then
@@ -185,7 +227,57 @@ void mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
 
 			mmp_tc_tuples_of_flow(&flow, &ft);
 			mmp_tc_delete_flow(tc, key, &ft);
+			removed++;
 		}
 	}
+	return removed;
 }
 
+#define SOURCE_TRIES 8
+
+int mmp_tc_unspoofed_source(struct mmp_tc *tc, const struct sockaddr *upstream, struct sockaddr_storage *src)
+{
+	int held[SOURCE_TRIES], n = 0, fd = -1, err;
+	socklen_t len = sizeof(*src);
+
+	/* The source address the kernel would choose: a connected UDP socket sends nothing. */
+	fd = socket(upstream->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	err = connect(fd, upstream, mmp_sockaddr_len(upstream)) || getsockname(fd, (struct sockaddr *)src, &len) ?
+		      -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	/*
+	 * A port the kernel binds now is free, but may be a spliced flow's,
+	 * whose sockets are gone: keep such a port bound while looking further,
+	 * so that the kernel offers another one.
+	 */
+	err = -EADDRINUSE;
+	while (n < SOURCE_TRIES) {
+		fd = socket(upstream->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			err = -errno;
+			break;
+		}
+		if (src->ss_family == AF_INET)
+			((struct sockaddr_in *)src)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)src)->sin6_port = 0;
+		len = sizeof(*src);
+		if (bind(fd, (struct sockaddr *)src, mmp_sockaddr_len((struct sockaddr *)src)) ||
+		    getsockname(fd, (struct sockaddr *)src, &len)) {
+			err = -errno;
+			close(fd);
+			break;
+		}
+		err = mmp_tc_claim_client(tc, (struct sockaddr *)src, upstream);
+		held[n++] = fd;
+		if (err != -EADDRINUSE)
+			break;
+	}
+	while (n > 0)
+		close(held[--n]);
+	return err;
+}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "core/clock.h"
 #include "core/lifecycle.h"
 #include "core/conn.h"
@@ -20,6 +21,7 @@
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 #include "mmp_tc.h"
+#include "tc.skel.h"
 #include "engine/engine.h"
 #include "engine/tc/tc_packet.h"
 #include "lib/lo_sysctls.h"
@@ -76,6 +78,13 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 	return NULL;
 }
 
+/* Each direction's packets are the flow's only on the interface they arrive on: lo, or the remote load balancer's. */
+static void set_ifaces(struct mmp_tc *tc, const struct mmp_conn *c, struct mmp_tc_flow *flow)
+{
+	flow->up.in_ifindex = T(c)->oif ? (uint32_t)T(c)->oif : (uint32_t)tc->ifindex[0];
+	flow->down.in_ifindex = tc->ifindex[0];
+}
+
 void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = tc_of(c);
@@ -97,6 +106,8 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 		pr_debug("tc engine: client %s stays on splice: %s", mmp_conn_client_name(c, a), why);
 		return;
 	}
+	set_ifaces(tc, c, &flow);
+	st.last_seen_ns = mmp_now_ns(); /* the hand-off's age, should this instance die in it */
 	if (bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_NOEXIST) ||
 	    bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
 		goto full;
@@ -163,6 +174,7 @@ static bool quiet(struct mmp_conn *c)
 
 struct frozen {
 	uint32_t rcv_nxt, write_seq, tsval;
+	uint32_t ts_recent; /* the peer's last TSval this socket accepted (read_ts_recent) */
 	struct tcp_repair_window win;
 	struct tcp_info ti;
 };
@@ -194,6 +206,31 @@ static int read_frozen(int fd, struct frozen *f)
 	return mmp_tcp_info(fd, &f->ti);
 }
 
+/*
+ * The peer's last TSval the socket receiving `incoming` accepted, read by
+ * mmp_tc_ts_probe: the TSval offsets come from the frozen sockets' state,
+ * never from a packet (docs/DESIGN.md, tc engine hardening).
+ */
+static int read_ts_recent(struct mmp_tc *tc, const struct mmp_tc_tuple *incoming, uint32_t *ts)
+{
+	struct __attribute__((packed)) {
+		uint8_t eth[14];
+		struct mmp_tc_ts_query q;
+	} in = { 0 }, out = { 0 };
+	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &in, .data_size_in = sizeof(in), .data_out = &out,
+			    .data_size_out = sizeof(out), .repeat = 1);
+	int err;
+
+	in.q.tuple = *incoming;
+	err = bpf_prog_test_run_opts(bpf_program__fd(tc->skel->progs.mmp_tc_ts_probe), &opts);
+	if (err)
+		return err;
+	if (!out.q.found)
+		return -ENOENT;
+	*ts = out.q.ts_recent;
+	return 0;
+}
+
 static uint8_t wscale(const struct tcp_info *ti, bool snd)
 {
 	if (!(ti->tcpi_options & TCPI_OPT_WSCALE))
@@ -215,6 +252,8 @@ static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, c
 	flow->up.seq_delta = f2->write_seq - f1->rcv_nxt;
 	flow->up.ack_delta = f2->rcv_nxt - f1->write_seq;
 	flow->up.ts_base = f2->tsval + TS_MARGIN;
+	/* L's next TSvals are >= the last one conn1 accepted: translated, >= ts_base. */
+	flow->up.tsval_delta = ts ? flow->up.ts_base - f1->ts_recent : 0;
 	flow->up.wscale_in = wscale(&f1->ti, true);
 	flow->up.wscale_out = wscale(&f2->ti, false);
 	/* U->C becomes P->L. */
@@ -222,6 +261,7 @@ static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, c
 	flow->down.seq_delta = f1->write_seq - f2->rcv_nxt;
 	flow->down.ack_delta = f1->rcv_nxt - f2->write_seq;
 	flow->down.ts_base = f1->tsval + TS_MARGIN;
+	flow->down.tsval_delta = ts ? flow->down.ts_base - f2->ts_recent : 0;
 	flow->down.wscale_in = wscale(&f2->ti, true);
 	flow->down.wscale_out = wscale(&f1->ti, false);
 	flow->up.timestamps = flow->down.timestamps = ts;
@@ -312,8 +352,10 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	struct frozen f1, f2;
 	char a[MMP_ADDRSTRLEN];
 	uint64_t took_us;
+	bool ts;
 
 	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
+	set_ifaces(tc, c, &flow);
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
 		mmp_tc_abort(loop, c, "flow entry vanished");
 		return;
@@ -337,7 +379,17 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_tc_abort(loop, c, "freezing failed or data arrived while freezing");
 		return;
 	}
+	ts = f1.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+	f1.ts_recent = f2.ts_recent = 0;
+	if (ts && (read_ts_recent(tc, &ft.t[MMP_TC_ROLE_UP], &f1.ts_recent) ||
+		   read_ts_recent(tc, &ft.t[MMP_TC_ROLE_DOWN], &f2.ts_recent))) {
+		set_repair(c->client.fd, 0);
+		set_repair(c->upstream.fd, 0);
+		mmp_tc_abort(loop, c, "reading the peers' last timestamps failed");
+		return;
+	}
 	build_flow(&flow, &ft, &f1, &f2);
+	set_ifaces(tc, c, &flow);
 	if (T(c)->oif) {
 		/* Remote load balancer: its packets come in on tc_oif and go into lo; replies go out tc_oif. */
 		flow.up.redirect_ifindex = tc->ifindex[0];
@@ -346,6 +398,11 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	}
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st.last_seen_ns = mmp_now_ns();
+	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */
+	st.snd_nxt[0] = f1.rcv_nxt;
+	st.snd_nxt[1] = f2.rcv_nxt;
+	st.rcv_wnd[0] = f2.win.snd_wnd;
+	st.rcv_wnd[1] = f1.win.snd_wnd;
 	bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_EXIST);
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
 		set_repair(c->client.fd, 0);

@@ -52,6 +52,12 @@ struct tc_bpf;
 #define TS_MARGIN 100
 /* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
 #define CLOSED_LINGER_NS (2ULL * 1000000000ULL)
+/*
+ * A hand-off holds a flow for HOLD_TIMEOUT_MS at most: a HOLD or FREEZE entry
+ * this old was left by an instance that died mid-hand-off (docs/DESIGN.md
+ * §3c).
+ */
+#define ORPHAN_NS (60ULL * 1000000000ULL)
 #define MAX_IFACES 32
 
 /* The engine, per process. */
@@ -66,6 +72,7 @@ struct mmp_tc {
 	uint32_t prio; /* our filters' priority, from the pin directory */
 	bool adopting; /* reusing a previous instance's pinned maps */
 	uint64_t idle_ns;
+	uint64_t open_ns; /* HOLD/FREEZE entries older than this were left by a previous instance */
 };
 
 /* One connection's hand-off, from the moment splice took it (c->takeover_ctx). */
@@ -120,8 +127,18 @@ bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t);
  * live spliced flow holds it.
  */
 int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream);
-/* Remove finished flows (FIN both ways or RST, lingered linger_ns) and idle ones. */
-void mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns);
+/*
+ * Remove finished flows (FIN both ways or RST, lingered linger_ns), idle ones,
+ * and hand-offs a previous instance died in. Returns how many.
+ */
+int mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns);
+/*
+ * An unspoofed (LOCAL, UNKNOWN) upstream connection's source: the local
+ * address the kernel would use toward upstream and a free port that no
+ * spliced flow holds, in src. Returns 0, -EADDRINUSE when every port offered
+ * was held, or another negative errno.
+ */
+int mmp_tc_unspoofed_source(struct mmp_tc *tc, const struct sockaddr *upstream, struct sockaddr_storage *src);
 
 /* tc_handoff.c */
 /* Start the hand-off of a spliced connection. On ineligibility logs why (-v 2) and leaves c on splice. */

@@ -180,6 +180,7 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	tc->prio = mmp_tc_priority(cfg->pin_dir);
 	tc->raw4 = tc->raw6 = -1;
 	tc->idle_ns = (uint64_t)cfg->tc_idle_timeout_s * 1000000000ULL;
+	tc->open_ns = mmp_now_ns();
 	tc->skel = tc_bpf__open();
 	if (!tc->skel) {
 		err = -errno;
@@ -203,6 +204,14 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	tc->tuples_fd = bpf_map__fd(tc->skel->maps.mmp_tc_tuples);
 	tc->flows_fd = bpf_map__fd(tc->skel->maps.mmp_tc_flows);
 	tc->stats_fd = bpf_map__fd(tc->skel->maps.mmp_tc_stats);
+	/* The pin directory's lock makes this the only instance: its hand-offs in HOLD or FREEZE died with it. */
+	if (tc->adopting) {
+		int n = mmp_tc_collect(tc, CLOSED_LINGER_NS);
+
+		if (n > 0)
+			pr_info("tc engine: collected %d flow entries left by the previous instance in %s", n,
+				tc->pin_dir);
+	}
 
 	tc->ifindex[0] = if_nametoindex("lo");
 	tc->nifaces = 1;

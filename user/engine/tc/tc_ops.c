@@ -39,11 +39,16 @@ static int conn2_mss(int client_fd)
 
 static int tc_pre_connect(struct mmp_engine *e, struct mmp_conn *c, struct mmp_preconnect *pc)
 {
-	int err = 0;
+	int err;
 
-	if (c->src_addr.ss_family)
+	if (c->src_addr.ss_family) {
 		err = mmp_tc_claim_client(e->proc, (const struct sockaddr *)&c->src_addr,
 					  (const struct sockaddr *)c->target);
+	} else {
+		/* An unspoofed connection's port must not be a spliced flow's either (docs/DESIGN.md §3c). */
+		err = mmp_tc_unspoofed_source(e->proc, (const struct sockaddr *)c->target, &pc->src);
+		pc->have_src = !err;
+	}
 	pc->mss = conn2_mss(c->client.fd);
 	return err;
 }
