@@ -9,19 +9,25 @@
 
 TEST_TOOLS_DIR    := $(BUILD)/tests/tools
 TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE
-# mmpt_*.c (mmpt_common.c, mmpt_connect.c) are #included by the tools that
-# use them, not built on their own.
-TEST_TOOLS_HELPERS := $(wildcard tests/tools/mmpt_*.c)
-TEST_TOOLS_SRCS   := $(filter-out $(TEST_TOOLS_HELPERS),$(wildcard tests/tools/*.c))
+# mmpt_*.c (mmpt_common.c, mmpt_connect.c) are shared objects, each compiled
+# once and linked into every tool; every other tests/tools/*.c is one tool.
+TEST_TOOLS_LIB_SRCS := $(wildcard tests/tools/mmpt_*.c)
+TEST_TOOLS_LIB_OBJS := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%.o,$(TEST_TOOLS_LIB_SRCS))
+TEST_TOOLS_HDRS   := $(wildcard tests/tools/*.h)
+TEST_TOOLS_SRCS   := $(filter-out $(TEST_TOOLS_LIB_SRCS),$(wildcard tests/tools/*.c))
 TEST_TOOLS        := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%,$(TEST_TOOLS_SRCS))
+TEST_TOOLS_OBJS   := $(TEST_TOOLS:=.o)
 
 .PHONY: integration-tests integration-tools
 
 integration-tools: $(TEST_TOOLS)
 
-$(TEST_TOOLS_DIR)/%: tests/tools/%.c $(TEST_TOOLS_HELPERS)
+$(TEST_TOOLS_OBJS) $(TEST_TOOLS_LIB_OBJS): $(TEST_TOOLS_DIR)/%.o: tests/tools/%.c $(TEST_TOOLS_HDRS)
 	@mkdir -p $(TEST_TOOLS_DIR)
-	$(CC) $(TEST_TOOLS_CFLAGS) -o $@ $<
+	$(CC) $(TEST_TOOLS_CFLAGS) -c -o $@ $<
+
+$(TEST_TOOLS): $(TEST_TOOLS_DIR)/%: $(TEST_TOOLS_DIR)/%.o $(TEST_TOOLS_LIB_OBJS)
+	$(CC) $(TEST_TOOLS_CFLAGS) -o $@ $^
 
 integration-tests: $(BIN) $(TEST_TOOLS)
 	MMP_BIN=$${MMP_BIN:-$(BIN)} MMP_TOOLS=$(TEST_TOOLS_DIR) bash tests/integration/run-all.sh

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # tests/integration/udp-lib.sh: helpers shared by the UDP tests
-# (t20-udp-*.sh), on top of lib.sh. Source it instead of lib.sh.
+# (t3[0-5]-udp-*.sh), on top of lib.sh. Source it instead of lib.sh.
 # Run directly (run-all.sh runs every t??-*.sh), it does nothing.
 #
 # UDP mode has two data paths, chosen like TCP's engines: MMP_ENGINE=splice

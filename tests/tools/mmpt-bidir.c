@@ -64,11 +64,20 @@
  *   bidir ok N failed M ms T
  * Exit 0 when all N connections were exact in both directions.
  */
-#include "mmpt_common.c"
-#include "mmpt_connect.c"
-
-#include <sys/ioctl.h>
+#include <errno.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mmpt_common.h"
+#include "mmpt_connect.h"
 
 #define CHUNK (64 * 1024)
 

@@ -28,7 +28,17 @@
  * Exit 0 when the requested outcome happened, 1 when not, 2 on usage error.
  * TCP_NODELAY is always set, so each write is its own segment.
  */
-#include "mmpt_common.c"
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mmpt_common.h"
 
 
 static int g_timeout_ms = 30000;

@@ -30,10 +30,16 @@
  * The first failures are described on stderr ("fail I SRC: REASON").
  * Exit 0 when all N succeeded.
  */
-#include "mmpt_common.c"
-#include "mmpt_connect.c"
-
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
+
+#include "mmpt_common.h"
+#include "mmpt_connect.h"
 
 enum cstate { C_IDLE, C_CONNECTING, C_WAITING, C_CLOSING, C_DONE, C_FAILED };
 enum ckind { K_KEEP, K_FIN, K_RST, K_UPRST };

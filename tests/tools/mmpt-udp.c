@@ -37,10 +37,15 @@
  *       bad-length, short-block, crc, port0, unspecified, no-header,
  *       spp-short.
  */
-#include "mmpt_common.c"
-
+#include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
+
+#include "mmpt_common.h"
 
 #define TAG_MAGIC 0x4d554450u /* "MUDP" */
 #define TAG_LEN 16

@@ -37,9 +37,15 @@
  * buffered. Single-threaded epoll, so thousands of connections are fine.
  * Runs until killed.
  */
-#include "mmpt_common.c"
-
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
+
+#include "mmpt_common.h"
 
 #define MAX_LISTEN 8
 #define MAX_BANNER 4096

@@ -1,23 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Code shared by the integration-test tools (tests/tools/mmpt-*.c).
- *
- * Each tool does `#include "mmpt_common.c"`: everything here is static, so the
- * tools stay single translation units with no header and no extra library
- * (sha256 is implemented here instead of pulling in libssl).
- *
- * Contents: SHA-256, the deterministic byte stream, ip:port parsing and
- * printing, PROXY v1/v2 header builders, C-escape decoding, small utilities.
+ * Code shared by the integration-test tools (tests/tools/mmpt-*.c): see
+ * mmpt_common.h. Compiled once and linked into each tool.
  */
-/* Not every tool uses every helper. */
-#pragma GCC diagnostic ignored "-Wunused-function"
+#include "mmpt_common.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -27,13 +18,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 /* ---------------------------------------------------------------- utils -- */
 
-static const char *g_prog = "mmpt";
+const char *g_prog = "mmpt";
 
-static void die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
 	va_list ap;
 	fprintf(stderr, "%s: ", g_prog);
@@ -49,7 +39,7 @@ static void die(const char *fmt, ...)
  * tests read it while the tool runs), and SIGPIPE ignored (a write to a
  * closed peer is a result to report, not a reason to die).
  */
-static void tool_start(const char *name)
+void tool_start(const char *name)
 {
 	g_prog = name;
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -57,21 +47,21 @@ static void tool_start(const char *name)
 }
 
 /* The value of option argv[i], for tools whose every option takes one. */
-static const char *opt_value(int argc, char **argv, int i)
+const char *opt_value(int argc, char **argv, int i)
 {
 	if (i + 1 >= argc)
 		die("missing value for %s", argv[i]);
 	return argv[i + 1];
 }
 
-static uint64_t now_ms(void)
+uint64_t now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static uint64_t parse_size(const char *s)
+uint64_t parse_size(const char *s)
 {
 	char *end;
 	uint64_t v = strtoull(s, &end, 0);
@@ -87,13 +77,6 @@ static uint64_t parse_size(const char *s)
 
 /* -------------------------------------------------------------- sha256 -- */
 
-struct sha256 {
-	uint32_t h[8];
-	uint64_t len;
-	uint8_t buf[64];
-	size_t n;
-};
-
 static const uint32_t sha256_k[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
 	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -107,7 +90,7 @@ static const uint32_t sha256_k[64] = {
 
 #define ROR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-static void sha256_init(struct sha256 *c)
+void sha256_init(struct sha256 *c)
 {
 	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
@@ -140,7 +123,7 @@ static void sha256_block(struct sha256 *c, const uint8_t *p)
 	c->h[4] += e; c->h[5] += f; c->h[6] += g; c->h[7] += h;
 }
 
-static void sha256_update(struct sha256 *c, const void *data, size_t len)
+void sha256_update(struct sha256 *c, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	c->len += len;
@@ -160,7 +143,7 @@ static void sha256_update(struct sha256 *c, const void *data, size_t len)
 }
 
 /* Finish and write the digest as 64 lowercase hex characters + NUL. */
-static void sha256_hex(struct sha256 *c, char out[65])
+void sha256_hex(struct sha256 *c, char out[65])
 {
 	uint64_t bits = c->len * 8;
 	uint8_t pad = 0x80, zero = 0, lenb[8];
@@ -176,19 +159,7 @@ static void sha256_hex(struct sha256 *c, char out[65])
 
 /* ------------------------------------------------- deterministic stream -- */
 
-/*
- * A byte stream that depends only on the seed and the offset, whatever the
- * write sizes are: a sha256 of what a peer received can then be compared with
- * the sender's. xorshift64*: cheap enough for 64 MiB, and without a short
- * period that could hide a duplicated or dropped block.
- */
-struct stream {
-	uint64_t s;
-	uint8_t carry[8];
-	unsigned ncarry;
-};
-
-static void stream_init(struct stream *st, uint64_t seed)
+void stream_init(struct stream *st, uint64_t seed)
 {
 	st->s = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
 	if (!st->s)
@@ -196,7 +167,7 @@ static void stream_init(struct stream *st, uint64_t seed)
 	st->ncarry = 0;
 }
 
-static uint64_t stream_next64(struct stream *st)
+uint64_t stream_next64(struct stream *st)
 {
 	st->s ^= st->s >> 12;
 	st->s ^= st->s << 25;
@@ -204,7 +175,7 @@ static uint64_t stream_next64(struct stream *st)
 	return st->s * 0x2545F4914F6CDD1DULL;
 }
 
-static void stream_fill(struct stream *st, uint8_t *out, size_t n)
+void stream_fill(struct stream *st, uint8_t *out, size_t n)
 {
 	while (n && st->ncarry) {
 		*out++ = st->carry[8 - st->ncarry--];
@@ -231,7 +202,7 @@ static void stream_fill(struct stream *st, uint8_t *out, size_t n)
  * Parse "1.2.3.4:80", "[::1]:80", "1.2.3.4" or "::1" (port 0 when absent and
  * allowed). Returns the sockaddr length.
  */
-static socklen_t parse_addr(const char *s, struct sockaddr_storage *ss, bool need_port)
+socklen_t parse_addr(const char *s, struct sockaddr_storage *ss, bool need_port)
 {
 	char host[INET6_ADDRSTRLEN + 2];
 	const char *port = NULL;
@@ -280,7 +251,7 @@ static socklen_t parse_addr(const char *s, struct sockaddr_storage *ss, bool nee
 }
 
 /* "ADDR PORT", the format every tool prints (easy to split in shell). */
-static const char *fmt_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
+const char *fmt_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
 	char host[INET6_ADDRSTRLEN];
 	unsigned port;
@@ -303,7 +274,7 @@ static const char *fmt_addr(const struct sockaddr_storage *ss, char *buf, size_t
 /* --------------------------------------------------------- PROXY headers -- */
 
 /* v1: "PROXY TCP4 src dst sport dport\r\n" (TCP6 for IPv6). Returns length. */
-static size_t pp_build_v1(uint8_t *out, size_t cap, const struct sockaddr_storage *src,
+size_t pp_build_v1(uint8_t *out, size_t cap, const struct sockaddr_storage *src,
 			  const struct sockaddr_storage *dst)
 {
 	char sa[INET6_ADDRSTRLEN], da[INET6_ADDRSTRLEN];
@@ -332,11 +303,11 @@ static size_t pp_build_v1(uint8_t *out, size_t cap, const struct sockaddr_storag
 	return (size_t)n;
 }
 
-static const uint8_t pp2_sig[12] = { 0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,
+const uint8_t pp2_sig[12] = { 0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,
 				     0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A };
 
 /* v2 PROXY (src/dst given) or LOCAL (src == NULL). Returns length. */
-static size_t pp_build_v2(uint8_t *out, size_t cap, const struct sockaddr_storage *src,
+size_t pp_build_v2(uint8_t *out, size_t cap, const struct sockaddr_storage *src,
 			  const struct sockaddr_storage *dst)
 {
 	size_t n = 16;
@@ -371,7 +342,7 @@ static size_t pp_build_v2(uint8_t *out, size_t cap, const struct sockaddr_storag
 }
 
 /* Decode C escapes (\r \n \t \\ \0 \xHH) in s into out. Returns length. */
-static size_t unescape(const char *s, uint8_t *out, size_t cap)
+size_t unescape(const char *s, uint8_t *out, size_t cap)
 {
 	size_t n = 0;
 	while (*s) {
@@ -407,38 +378,7 @@ static size_t unescape(const char *s, uint8_t *out, size_t cap)
 
 /* ------------------------------------------------------- xfer machine -- */
 
-/*
- * One side of a bulk transfer on a non-blocking socket, used by both the
- * client and the upstream so the two ends behave alike:
- *   - send `to_send` bytes of stream(seed), starting at once, or only after
- *     the peer's EOF when `after_eof` is set (this is what makes a half-close
- *     test: data must still flow towards the side that already sent its FIN);
- *   - then shutdown(SHUT_WR);
- *   - read and hash everything until EOF.
- * Done when both directions are finished. Never drops data when a write
- * would block (docs/DESIGN.md §5: an upstream that did skewed a measurement).
- */
-#define XFER_CHUNK (64 * 1024)
-
-struct xfer {
-	int fd;
-	uint64_t to_send, sent, recvd;
-	uint64_t read_limit; /* stop reading once recvd reaches it (0: no limit) */
-	bool after_eof, peer_eof, shut_done, failed;
-	/* xfer_verify: compare what arrives with the peer's stream (its seed). */
-	bool verify;
-	uint64_t verify_seed, first_diff; /* first_diff: UINT64_MAX while equal */
-	struct stream vgen;
-	uint8_t diff_bytes[32]; /* what arrived at first_diff */
-	size_t ndiff;
-	int err; /* errno of the failure */
-	struct stream gen;
-	struct sha256 sent_sha, recv_sha;
-	uint8_t pend[XFER_CHUNK];
-	size_t pend_off, pend_len;
-};
-
-static void xfer_init(struct xfer *x, int fd, uint64_t to_send, bool after_eof, uint64_t seed)
+void xfer_init(struct xfer *x, int fd, uint64_t to_send, bool after_eof, uint64_t seed)
 {
 	memset(x, 0, sizeof(*x));
 	x->fd = fd;
@@ -450,7 +390,7 @@ static void xfer_init(struct xfer *x, int fd, uint64_t to_send, bool after_eof, 
 }
 
 /* Check every received byte against stream(seed), as the peer generates it. */
-static void xfer_verify(struct xfer *x, uint64_t seed)
+void xfer_verify(struct xfer *x, uint64_t seed)
 {
 	x->verify = true;
 	x->verify_seed = seed;
@@ -508,17 +448,7 @@ static int64_t xfer_diff_source(const struct xfer *x)
 	return off;
 }
 
-static bool xfer_done(const struct xfer *x)
-{
-	return x->failed || (x->peer_eof && x->shut_done);
-}
-
-static bool xfer_wants_write(const struct xfer *x)
-{
-	return !x->failed && !x->shut_done && (!x->after_eof || x->peer_eof);
-}
-
-static void xfer_readable(struct xfer *x)
+void xfer_readable(struct xfer *x)
 {
 	static uint8_t buf[256 * 1024];
 	while (!x->peer_eof && !x->failed) {
@@ -547,7 +477,7 @@ static void xfer_readable(struct xfer *x)
 	}
 }
 
-static void xfer_writable(struct xfer *x)
+void xfer_writable(struct xfer *x)
 {
 	while (xfer_wants_write(x)) {
 		if (x->pend_off == x->pend_len) {
@@ -585,7 +515,7 @@ static void xfer_writable(struct xfer *x)
  * "sent N SHA recv N SHA" (+ " error MSG" on failure); with xfer_verify also
  * " verify ok" or " first_diff OFFSET from OFFSET|-1".
  */
-static void xfer_report(struct xfer *x, char *out, size_t len)
+void xfer_report(struct xfer *x, char *out, size_t len)
 {
 	char s1[65], s2[65], v[96] = "";
 	sha256_hex(&x->sent_sha, s1);

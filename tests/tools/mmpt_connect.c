@@ -1,30 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The load-balancer side shared by mmpt-flood and mmpt-bidir: many
- * non-blocking connections to the proxy, connection i claiming in a
- * hand-made PROXY v2 header to come from NET(1 + i % H):(PORT + i / H).
- *
- * #included after mmpt_common.c (whose die, parse_addr and pp_build_v2 it
- * uses), static like it, so each tool stays one translation unit.
+ * The load-balancer side shared by mmpt-flood and mmpt-bidir: see
+ * mmpt_connect.h. Compiled once and linked into both tools.
  */
+#include "mmpt_connect.h"
+#include "mmpt_common.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
-
-/* The options both tools take, with the same defaults but --timeout's. */
-struct claim_opts {
-	const char *target; /* -c ADDR:PORT: the proxy */
-	const char *dst; /* --dst ADDR:PORT: the header's destination */
-	const char *net; /* --net: claimed addresses are NET1 .. NET<hosts> */
-	int n; /* -n: connections in all */
-	int hosts; /* --hosts H */
-	int port_base; /* --port-base PORT */
-	int timeout_s; /* --timeout SEC */
-};
-
-#define CLAIM_OPTS_INIT(timeout)                                                              \
-	{ .net = "203.0.113.", .hosts = 200, .port_base = 30000, .timeout_s = (timeout) }
+#include <sys/socket.h>
 
 /* Takes option a (with its value v) if it is one of struct claim_opts'. */
-static bool claim_opt(struct claim_opts *o, const char *a, const char *v)
+bool claim_opt(struct claim_opts *o, const char *a, const char *v)
 {
 	if (!strcmp(a, "-c"))
 		o->target = v;
@@ -46,14 +39,14 @@ static bool claim_opt(struct claim_opts *o, const char *a, const char *v)
 }
 
 /* Call once n and hosts are known to be positive. */
-static void claim_check_ports(const struct claim_opts *o)
+void claim_check_ports(const struct claim_opts *o)
 {
 	if (o->port_base + (o->n - 1) / o->hosts > 65535)
 		die("port range overflows");
 }
 
 /* The client address connection i claims (NET may be IPv4 or IPv6). */
-static void claimed_src(const struct claim_opts *o, int i, struct sockaddr_storage *ss)
+void claimed_src(const struct claim_opts *o, int i, struct sockaddr_storage *ss)
 {
 	char host[INET6_ADDRSTRLEN + 8];
 	snprintf(host, sizeof(host), "%s%d", o->net, 1 + i % o->hosts);
@@ -66,7 +59,7 @@ static void claimed_src(const struct claim_opts *o, int i, struct sockaddr_stora
 }
 
 /* Dies unless RLIMIT_NOFILE leaves room for fds descriptors (for conns connections). */
-static void need_nofile(rlim_t fds, int conns)
+void need_nofile(rlim_t fds, int conns)
 {
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
@@ -78,7 +71,7 @@ static void need_nofile(rlim_t fds, int conns)
  * A non-blocking socket with its connect to ta under way. *err: 0, or
  * connect's errno when it failed at once (the socket is still returned).
  */
-static int connect_start(const struct sockaddr_storage *ta, socklen_t tl, int *err)
+int connect_start(const struct sockaddr_storage *ta, socklen_t tl, int *err)
 {
 	int fd = socket(ta->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -88,7 +81,7 @@ static int connect_start(const struct sockaddr_storage *ta, socklen_t tl, int *e
 }
 
 /* How the connect of a socket that polled writable ended: 0 or an errno. */
-static int connect_result(int fd)
+int connect_result(int fd)
 {
 	int err = 0;
 	socklen_t el = sizeof(err);
@@ -100,8 +93,8 @@ static int connect_result(int fd)
  * Sends the v2 header claiming src -> dst and then len bytes of data, in one
  * write. False, with errno set, unless all of it went out.
  */
-static bool send_claim(int fd, const struct sockaddr_storage *src, const struct sockaddr_storage *dst,
-		       const void *data, size_t len)
+bool send_claim(int fd, const struct sockaddr_storage *src, const struct sockaddr_storage *dst,
+		const void *data, size_t len)
 {
 	uint8_t buf[128];
 	size_t hl = pp_build_v2(buf, sizeof(buf), src, dst);

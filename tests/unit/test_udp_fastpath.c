@@ -14,7 +14,7 @@
  * be complete and right after the incremental updates: a wrong pseudo-header,
  * length or stripped/inserted-bytes term shows up here. (CHECKSUM_PARTIAL
  * skbs, where only the pseudo-header sum is updated, are covered end to end
- * on lo by tests/integration/t20-udp-fast.sh.)
+ * on lo by tests/integration/t35-udp-fast.sh.)
  *
  * Needs root (BPF); skipped otherwise.
  */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t20-udp-idle: flow lifetime and visibility, with -c 2.
+# t34-udp-idle: flow lifetime and visibility, with -c 2.
 #   - an idle flow disappears from mmp_udp_flows 2 to 3 s after its last
 #     datagram (never sooner, at most 1 s late); the same client then gets a
 #     fresh flow (a new socket cookie);
@@ -9,7 +9,7 @@
 #   - bpftool shows every field of a flow by name, with the right values;
 #     `mmproxy-bpf stats` lists UDP flows and counters.
 source "$(dirname "$0")/udp-lib.sh"
-udp_setup t20-udp-idle
+udp_setup t34-udp-idle
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t20-udp-fast: the in-kernel fast path (MMP_ENGINE=tc; SKIP otherwise).
+# t35-udp-fast: the in-kernel fast path (MMP_ENGINE=tc; SKIP otherwise).
 #   - established flows are moved by the kernel, both families, for a remote
 #     load balancer (veth, redirected into lo) and a local one (lo): PROXY v2
 #     both ways; SPP forward, and its replies (the client's 38-byte header
@@ -18,7 +18,7 @@
 #     2 to 3 s later (-c 2), its entries gone; after SIGTERM the filters
 #     and pins are gone too.
 source "$(dirname "$0")/udp-lib.sh"
-udp_setup t20-udp-fast
+udp_setup t35-udp-fast
 
 if ! udp_fast; then
 	case_begin "fast path"

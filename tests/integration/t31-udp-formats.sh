@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t20-udp-formats: each header format (every = udppp, first = Spectrum,
+# t31-udp-formats: each header format (every = udppp, first = Spectrum,
 # spp = Cloudflare SPP), IPv4 and IPv6 load balancers and clients:
 #   - the upstream sees the client's own ip:port;
 #   - replies reach the right client through the load balancer side, without
@@ -10,7 +10,7 @@
 # Then auto mode with all three senders on one proxy, a v2 LOCAL health
 # check, and an IPv4 client through an IPv6 load balancer.
 source "$(dirname "$0")/udp-lib.sh"
-udp_setup t20-udp-formats
+udp_setup t31-udp-formats
 
 N=10000
 RATE=20000

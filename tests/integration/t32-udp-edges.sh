@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t20-udp-edges: what real traffic brings besides 1200-byte datagrams.
+# t32-udp-edges: what real traffic brings besides 1200-byte datagrams.
 #   - payloads of 0, 16, 1472, 2000, 9000 and 60000 bytes, both ways, in
 #     order: empty datagrams, IP fragments on the 1500-byte veth, and reply
 #     trains the kernel refuses to send as one GSO train (over the MTU);
@@ -8,7 +8,7 @@
 #     balancer sent to (its connected socket drops anything else);
 #   - -m: the upstream sockets carry SO_MARK.
 source "$(dirname "$0")/udp-lib.sh"
-udp_setup t20-udp-edges
+udp_setup t32-udp-edges
 
 # A second proxy address on the load balancer's side, both families.
 ALT4=198.51.100.3

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t20-udp-flows: many flows at once, with two listener threads. Datagrams
+# t30-udp-flows: many flows at once, with two listener threads. Datagrams
 # go at 20,000/s: concurrency is the point here, not a burst the kernel may
 # drop under load.
 #   - 5,000 concurrent PROXY v2 flows, one load-balancer socket per client:
@@ -12,7 +12,7 @@
 #     flow (moved within a thread, or taken over by the other thread) and
 #     their replies follow them.
 source "$(dirname "$0")/udp-lib.sh"
-udp_setup t20-udp-flows
+udp_setup t30-udp-flows
 
 N=5000
 t_require udp_up_start

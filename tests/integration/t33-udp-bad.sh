@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t20-udp-bad: every class of bad datagram is dropped and counted in its own
+# t33-udp-bad: every class of bad datagram is dropped and counted in its own
 # counter, logged once at -v 1, and the proxy keeps serving:
 #   every: truncated, signature cut short, version, command, UNIX and UNSPEC
 #          families, STREAM transport, length past the end, short address
@@ -10,7 +10,7 @@
 #   counted, then served again); the flow limit (a low open-files limit).
 # The proxy's fds come back to their starting count once the flows idle out.
 source "$(dirname "$0")/udp-lib.sh"
-udp_setup t20-udp-bad
+udp_setup t33-udp-bad
 
 if ! is_bpf; then
 	case_begin "bad datagrams counted and logged"
