@@ -46,10 +46,10 @@ static void raise_nofile(void)
 
 static void log_counters(const struct mmp_counters *c)
 {
-	pr_info("totals: accepted %lu, spliced %lu (tc %lu, tc ineligible %lu, tc aborted %lu, tc short %lu, sockmap %lu, fallbacks %lu), refused source %lu, bad header %lu, header timeout %lu, upstream failed %lu, resets forwarded %lu",
+	pr_info("totals: accepted %lu, spliced %lu (tc %lu, tc ineligible %lu, tc aborted %lu, tc short %lu, sockmap %lu, fallbacks %lu), refused source %lu, refused client %lu, bad header %lu, header timeout %lu, upstream failed %lu, resets forwarded %lu",
 		atomic_load(&c->accepted), atomic_load(&c->spliced), atomic_load(&c->tc_flows),
 		atomic_load(&c->tc_ineligible), atomic_load(&c->tc_aborted), atomic_load(&c->tc_short), atomic_load(&c->sockmap_flows),
-		atomic_load(&c->sockmap_fallbacks), atomic_load(&c->refused_source),
+		atomic_load(&c->sockmap_fallbacks), atomic_load(&c->refused_source), atomic_load(&c->refused_client),
 		atomic_load(&c->bad_header), atomic_load(&c->header_timeout), atomic_load(&c->upstream_failed),
 		atomic_load(&c->resets_forwarded));
 }

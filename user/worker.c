@@ -322,6 +322,8 @@ static int next_timeout(struct mmp_worker *w, uint64_t now)
 		next = w->next_poll_ms;
 	if (w->tc && w->id == 0 && w->next_gc_ms < next)
 		next = w->next_gc_ms;
+	if (mmp_tcp_log_pending(&w->log) && now + 1000 < next)
+		next = now + 1000; /* the "suppressed" summary is due within a second */
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : (int)(next - now);
@@ -385,6 +387,7 @@ static void *worker_main(void *arg)
 			run_polls(w);
 		}
 		bury_dead(w);
+		mmp_tcp_log_tick(&w->log, now * 1000000);
 		if (w->tc && w->id == 0 && now >= w->next_gc_ms) {
 			w->next_gc_ms = now + 1000;
 			mmp_tc_gc(w->tc);

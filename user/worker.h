@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include "config.h"
 #include "conn.h"
+#include "tcp_log.h"
 
 struct mmp_policy;
 struct mmp_sockmap;
@@ -20,6 +21,7 @@ struct mmp_tc;
 struct mmp_counters {
 	atomic_ulong accepted;
 	atomic_ulong refused_source; /* not in the allowed subnets */
+	atomic_ulong refused_client; /* the header named an impossible client (client_policy.h) */
 	atomic_ulong bad_header;
 	atomic_ulong header_timeout;
 	atomic_ulong upstream_failed;
@@ -60,6 +62,7 @@ struct mmp_worker {
 	uint64_t accept_resume_ms; /* non-zero: accepting paused (EMFILE) until then */
 	bool stopping;
 	struct mmp_counters *counters; /* shared by all workers */
+	struct mmp_tcp_log log; /* rate limits of per-connection lines */
 };
 
 /* Create the listening socket. Returns 0 or a negative errno after logging. */
