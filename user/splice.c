@@ -151,8 +151,16 @@ static void step(struct mmp_worker *w, struct mmp_conn *c)
 
 void mmp_splice_start(struct mmp_worker *w, struct mmp_conn *c)
 {
-	int err = open_pipe(&c->dir[0]);
+	int err;
 
+	/*
+	 * dir[] shares its memory with the sockmap engine's state (conn.h): after
+	 * a sockmap fallback it holds that engine's bytes, not -1. Pipe fds are -1
+	 * whenever not open, so that release closes only what open_pipe opened.
+	 */
+	for (int i = 0; i < 2; i++)
+		c->dir[i] = (struct mmp_splice_dir){ .pipe_rd = -1, .pipe_wr = -1 };
+	err = open_pipe(&c->dir[0]);
 	if (!err)
 		err = open_pipe(&c->dir[1]);
 	if (err) {

@@ -32,6 +32,9 @@ $(BUILD)/tests/%.o: tests/unit/%.c $(UNIT_HDRS)
 
 $(BUILD)/tests/test_tc_rewrite $(BUILD)/tests/test_tc_packet $(BUILD)/tests/test_tc_icmp: $(TC_FIXTURES)
 
+# Fault injection: pipe2 fails on demand, close and the worker's close are recorded.
+$(BUILD)/tests/test_splice_fds: LDLIBS += -Wl,--wrap=pipe2,--wrap=close,--wrap=mmp_conn_close
+
 # The test's source, then any helper objects it depends on (above).
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmmp.a $(HEADERS) $(UNIT_HDRS)
 	@mkdir -p $(@D)
