@@ -8,7 +8,7 @@
 #   MMP_ENGINE=sockmap make integration-tests
 
 TEST_TOOLS_DIR    := $(BUILD)/tests/tools
-TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE
+TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE $(SAN_FLAGS)
 # mmpt_*.c (mmpt_common.c, mmpt_connect.c) are #included by the tools that
 # use them, not built on their own.
 TEST_TOOLS_HELPERS := $(wildcard tests/tools/mmpt_*.c)
