@@ -229,9 +229,11 @@ size_t udp_registry_take(struct udp_registry *r, int thread, struct udp_ep *out,
 	pthread_mutex_lock(&r->lock);
 	efd_drain(m->efd);
 	n = m->n < max ? m->n : max;
-	memcpy(out, m->items, n * sizeof(*out));
-	memmove(m->items, m->items + n, (m->n - n) * sizeof(*out));
-	m->n -= n;
+	if (n) { /* an empty mailbox may have no items array: memcpy from NULL is undefined (UBSan) */
+		memcpy(out, m->items, n * sizeof(*out));
+		memmove(m->items, m->items + n, (m->n - n) * sizeof(*out));
+		m->n -= n;
+	}
 	if (m->n)
 		efd_signal(m->efd); /* more than max waiting: stay readable for the next round */
 	pthread_mutex_unlock(&r->lock);
