@@ -83,6 +83,7 @@ TEST_ENGINES ?= splice sockmap tc
 
 test-root: deps all
 	@$(MAKE) --no-print-directory unit-tests
+	@$(MAKE) --no-print-directory SANITIZE=1 unit-tests
 	@$(MAKE) --no-print-directory fuzz-tests
 	@for engine in $(TEST_ENGINES); do \
 		echo "== integration suite, engine $$engine"; \
