@@ -200,7 +200,7 @@ static struct udp_flow *flow_open(struct udp_worker *w, const struct udp_dgram_i
 			int old = udp_registry_claim(w->sh->reg, &f->client, lb, udp_move_to_other_lb_ok(w, lb_sa), w->id,
 						     &held_lb);
 
-			if (old == -EPERM) { /* another thread's flow has it from another LB address */
+			if (old == -EACCES) { /* another thread's flow has it from another LB address */
 				udp_move_refused(w, &f->client, &held_lb, lb);
 				goto fail_free;
 			}

@@ -162,7 +162,7 @@ int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, cons
 		if ((*pp)->owner != me) {
 			*held_lb = (*pp)->lb;
 			if (!move_ok && memcmp((*pp)->lb.addr, lb->addr, sizeof(lb->addr))) {
-				old = -EPERM;
+				old = -EACCES;
 				goto out;
 			}
 			old = (*pp)->owner;

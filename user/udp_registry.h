@@ -30,7 +30,7 @@ void udp_registry_close(struct udp_registry *r);
  * Thread me opens a flow for client, from load balancer lb. Returns the
  * thread that held it (it is asked to close its flow), or -1; *held_lb is
  * the load balancer a thread other than me held it from. -ENOMEM leaves the client unregistered;
- * -EPERM: another thread holds it from another load-balancer address and
+ * -EACCES (not -EPERM, which is -1): another thread holds it from another load-balancer address and
  * !move_ok (udp_flow_policy.h); nothing changes.
  */
 int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, const struct udp_ep *lb, bool move_ok,

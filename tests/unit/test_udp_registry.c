@@ -34,11 +34,18 @@ static void test_move_rule(void **state)
 	struct udp_ep taken[4];
 
 	assert_int_equal(udp_registry_open(2, 42, &r), 0);
+	/* A fresh client is nobody's: -1, never the refusal. */
+	{
+		struct udp_ep other = ep4("203.0.113.8", 1);
+
+		assert_int_equal(udp_registry_claim(r, &other, &lb_b, false, 1, &held), -1);
+	}
 	assert_int_equal(udp_registry_claim(r, &client, &lb_a, false, 0, &held), -1);
 	assert_true(udp_registry_holds(r, &client, 0));
 
 	/* Another address, moves not allowed: refused, nothing changes, nobody is told. */
-	assert_int_equal(udp_registry_claim(r, &client, &lb_b, false, 1, &held), -EPERM);
+	assert_int_equal(udp_registry_claim(r, &client, &lb_b, false, 1, &held), -EACCES);
+	assert_int_not_equal(-EACCES, -1); /* -1 means "nobody held it" */
 	assert_memory_equal(&held, &lb_a, sizeof(held));
 	assert_true(udp_registry_holds(r, &client, 0));
 	assert_int_equal(udp_registry_take(r, 0, taken, 4), 0);
