@@ -6,6 +6,11 @@
 #   make vmlinux    regenerate the committed vmlinux/vmlinux.h from the running kernel
 #   make bench      quick benchmark (~5 min); make bench-full for everything
 
+# make SANITIZE=1: binary, unit tests and test tools with ASan and UBSan (a UBSan report is fatal), built in build-san/.
+ifeq ($(SANITIZE),1)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+BUILD     ?= build-san
+endif
 BUILD    ?= build
 CC       ?= gcc
 CLANG    ?= clang
@@ -16,7 +21,7 @@ VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CFLAGS   ?= -O2 -g
 CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -std=gnu11 -D_GNU_SOURCE \
-            -Iinclude -Iuser -I$(BUILD) -DMMP_VERSION='"$(VERSION)"'
+            -Iinclude -Iuser -I$(BUILD) -DMMP_VERSION='"$(VERSION)"' $(SAN_FLAGS)
 LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
 LDLIBS   += $(LIBBPF_LIBS) -lpthread
@@ -80,6 +85,7 @@ TEST_ENGINES ?= splice sockmap tc
 
 test-root: deps all
 	@$(MAKE) --no-print-directory unit-tests
+	@$(MAKE) --no-print-directory SANITIZE=1 unit-tests
 	@$(MAKE) --no-print-directory fuzz-tests
 	@for engine in $(TEST_ENGINES); do \
 		echo "== integration suite, engine $$engine"; \

@@ -15,6 +15,7 @@
 #define MMP_TCP_COUNTERS(X) \
 	X(accepted, "accepted", "connections accepted from load balancers")                                     \
 	X(refused_source, "refused source", "connections refused: load balancer not in the allowed subnets")          \
+	X(refused_client, "refused client", "connections refused: the header named a client no real one can have")   \
 	X(bad_header, "bad header", "connections closed: invalid PROXY header")                                  \
 	X(header_timeout, "header timeout", "connections closed: no complete PROXY header within --header-timeout")   \
 	X(upstream_failed, "upstream failed", "connections closed: the upstream connect failed or timed out")          \

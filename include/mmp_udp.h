@@ -239,6 +239,8 @@ struct mmp_udp_flow {
 	X(drop_wrong_transport, "dropped: header transport is not DGRAM")                           \
 	X(drop_bad_length, "dropped: header length does not fit the datagram or the address block") \
 	X(drop_bad_client, "dropped: client address unusable (port 0, unspecified, multicast)")     \
+	X(drop_client_policy, "dropped: header names a loopback client from a remote LB, or the upstream itself") \
+	X(drop_move_refused, "dropped: header moves a client's replies to another LB address outside -a") \
 	X(drop_no_header, "dropped: no header where --udp-header requires one")                     \
 	X(drop_no_flow, "dropped: no header and no flow for that load-balancer ip:port")            \
 	X(drop_too_big, "dropped: datagram larger than the receive buffer")                         \

@@ -8,7 +8,7 @@
 #   MMP_ENGINE=sockmap make integration-tests
 
 TEST_TOOLS_DIR    := $(BUILD)/tests/tools
-TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE
+TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE $(SAN_FLAGS)
 # mmpt_*.c (mmpt_common.c, mmpt_connect.c) are shared objects, each compiled
 # once and linked into every tool; every other tests/tools/*.c is one tool.
 TEST_TOOLS_LIB_SRCS := $(wildcard tests/tools/mmpt_*.c)

@@ -14,6 +14,10 @@
  *    the receiver ignores it), but a bare CR or LF is still invalid.
  *  - v1 IPv6 addresses are whatever inet_pton(AF_INET6) accepts, including
  *    IPv4-mapped forms; IPv4 addresses are parsed here, strictly.
+ *  - v1 TCP6 accepts a strict IPv4 destination (stored IPv4-mapped): nginx's
+ *    stream module writes the listener's address family for the source and
+ *    the accepted socket's for the destination. The destination is never
+ *    used, so this costs nothing; the source must still be IPv6.
  *  - v2 address block size follows the family nibble (UNSPEC 0, INET 12,
  *    INET6 36, UNIX 216). A PROXY header whose length is below it is invalid.
  *    A LOCAL header ignores the family: if its length covers the family's
@@ -129,6 +133,7 @@ enum v1_kind {
 	V1_IPV4,
 	V1_IPV6,
 	V1_PORT,
+	V1_IPV6_DST, /* TCP6 destination: IPv6, or IPv4 stored as ::ffff:a.b.c.d */
 };
 
 /* Parsed v1 address fields, before they become sockaddrs. */
@@ -144,6 +149,7 @@ static const char *const v1_bad_field[] = {
 	[V1_IPV4] = "v1: bad IPv4 address",
 	[V1_IPV6] = "v1: bad IPv6 address",
 	[V1_PORT] = "v1: bad port",
+	[V1_IPV6_DST] = "v1: bad IPv6 (or IPv4) destination address",
 };
 
 /*
@@ -255,6 +261,26 @@ static int v1_port(const uint8_t *s, size_t n, bool complete, uint16_t *out)
 }
 
 /*
+ * v1_ipv6_dst - a TCP6 destination: an IPv6 address, or else a strict IPv4
+ * one, which is stored IPv4-mapped. A prefix is checked as IPv6's (hex
+ * digits, ':' and '.' cover a dotted quad's).
+ * Returns 0 (and fills *out when complete) or -1.
+ */
+static int v1_ipv6_dst(const uint8_t *s, size_t n, bool complete, struct in6_addr *out)
+{
+	uint8_t v4[4];
+
+	if (v1_ipv6(s, n, complete, out) == 0)
+		return 0;
+	if (!complete || v1_ipv4(s, n, true, v4) < 0)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	out->s6_addr[10] = out->s6_addr[11] = 0xff;
+	memcpy(&out->s6_addr[12], v4, 4);
+	return 0;
+}
+
+/*
  * v1_value - dispatch one field to its checker.
  * Returns what the checker returns: 0 when valid (so far), -1 when not.
  */
@@ -267,6 +293,8 @@ static int v1_value(enum v1_kind kind, const uint8_t *s, size_t n, bool complete
 		return v1_ipv6(s, n, complete, out);
 	case V1_PORT:
 		return v1_port(s, n, complete, out);
+	case V1_IPV6_DST:
+		return v1_ipv6_dst(s, n, complete, out);
 	}
 	return -1;
 }
@@ -409,7 +437,7 @@ static enum pp_status v1_addresses(struct v1_cursor *c, struct pp_header *hdr, c
 	st = v1_field(c, kind, ' ', &f.src, reason);
 	if (st != PP_OK)
 		goto out;
-	st = v1_field(c, kind, ' ', &f.dst, reason);
+	st = v1_field(c, kind == V1_IPV6 ? V1_IPV6_DST : kind, ' ', &f.dst, reason);
 	if (st != PP_OK)
 		goto out;
 	st = v1_field(c, V1_PORT, ' ', &f.sport, reason);

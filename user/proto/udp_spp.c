@@ -17,8 +17,11 @@ bool spp_has_magic(const uint8_t *buf, size_t len)
 /* addr: 16 bytes as on the wire; port: 2 bytes big-endian (kept in network order). */
 static void decode_addr(const uint8_t *addr, const uint8_t *port, struct sockaddr_storage *ss)
 {
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
+
 	memset(ss, 0, sizeof(*ss));
-	if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)addr)) {
+	/* Bytes, not IN6_IS_ADDR_V4MAPPED: the header sits at any offset of a datagram (UBSan: misaligned). */
+	if (!memcmp(addr, v4mapped, sizeof(v4mapped))) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 
 		sin->sin_family = AF_INET;

@@ -13,12 +13,17 @@
 #include "engine/engine.h"
 #include "lib/config.h"
 #include "lib/log.h"
+#include "policy/client_policy.h"
 #include "policy/policy.h"
 #include "lib/sockaddr.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
+#include "tcp/tcp_log.h"
 #include "tcp/upstream.h"
 #include "tcp/worker.h"
+
+/* Per-connection lines are rate-limited per reason (tcp_log.h). */
+#define log_conn(w, reason, ...) pr_conn_rl(&(w)->log, reason, mmp_now_ms() * 1000000, __VA_ARGS__)
 
 void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_storage *peer)
 {
@@ -28,7 +33,7 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 
 	if (!mmp_policy_allowed(w->policy, (const struct sockaddr *)peer)) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_refused_source, 1);
-		pr_conn("connection from %s refused: source not allowed by the allowed-subnets file (add its subnet to the -a file)",
+		log_conn(w, TCP_LOG_NOT_ALLOWED, "connection from %s refused: source not allowed by the allowed-subnets file (add its subnet to the -a file)",
 			mmp_fmt_addr((const struct sockaddr *)peer, lb));
 		close(fd);
 		return;
@@ -71,6 +76,28 @@ static void choose_route(struct mmp_worker *w, struct mmp_conn *c, const struct 
 	c->target = lb.ss_family == AF_INET6 ? &w->loop.cfg->target6 : &w->loop.cfg->target4;
 }
 
+/*
+ * The client policy (client_policy.h), before anything is bound: a header
+ * naming an impossible client closes the connection. Returns true when refused.
+ */
+static bool client_refused(struct mmp_worker *w, struct mmp_conn *c)
+{
+	char lb[MMP_ADDRSTRLEN], src[MMP_ADDRSTRLEN];
+	enum mmp_client_verdict v;
+
+	if (!c->src_addr.ss_family)
+		return false; /* unspoofed: nothing is bound to a header's address */
+	v = mmp_client_check((const void *)&c->src_addr, (const void *)&c->lb_addr, (const void *)c->target);
+	if (v == MMP_CLIENT_OK)
+		return false;
+	mmp_count(w->loop.counters, MMP_TCP_CNT_refused_client, 1);
+	log_conn(w, TCP_LOG_CLIENT_POLICY,
+		 "connection from %s refused: its PROXY header names client %s: %s (rule %s; no real client has it: is the port reachable by others than the load balancer? restrict it with -a)",
+		 mmp_fmt_addr((const void *)&c->lb_addr, lb), mmp_fmt_addr((const void *)&c->src_addr, src),
+		 mmp_client_why(v), mmp_client_rule(v));
+	return true;
+}
+
 static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 {
 	const struct sockaddr *src = c->src_addr.ss_family ? (const struct sockaddr *)&c->src_addr : NULL;
@@ -91,7 +118,7 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->loop.cfg->mark, pc.mss, &what);
 	if (fd < 0) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
-		pr_conn("upstream %s for client %s: %s failed: %s%s", mmp_fmt_addr((const void *)c->target, a),
+		log_conn(w, TCP_LOG_UPSTREAM, "upstream %s for client %s: %s failed: %s%s", mmp_fmt_addr((const void *)c->target, a),
 			c->src_addr.ss_family ? mmp_fmt_addr(src, b) : "(unspoofed)", what, strerror(-fd),
 			mmp_upstream_hint(what, fd));
 		mmp_conn_close(&w->loop, c, false, false);
@@ -117,12 +144,12 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
-		pr_conn("connection from %s failed before its PROXY header: %s",
+		log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s failed before its PROXY header: %s",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), strerror(errno));
 		goto fail;
 	}
 	if (n == 0) {
-		pr_conn("connection from %s closed before its PROXY header was complete",
+		log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s closed before its PROXY header was complete",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb));
 		goto fail;
 	}
@@ -136,13 +163,13 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	}
 	if (st == PP_INVALID) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
-		pr_conn("invalid PROXY header from %s: %s (is the load balancer sending PROXY protocol v1/v2?)",
+		log_conn(w, TCP_LOG_BAD_HEADER, "invalid PROXY header from %s: %s (is the load balancer sending PROXY protocol v1/v2?)",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), reason);
 		goto fail;
 	}
 	if (hdr.transport == PP_TRANSPORT_DGRAM && hdr.command == PP_CMD_PROXY) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
-		pr_conn("invalid PROXY header from %s: DGRAM transport on a TCP listener (use -p udp for UDP)",
+		log_conn(w, TCP_LOG_BAD_HEADER, "invalid PROXY header from %s: DGRAM transport on a TCP listener (use -p udp for UDP)",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb));
 		goto fail;
 	}
@@ -151,6 +178,8 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	if (!mmp_engines_strip_header(&w->engines) && mmp_conn_consume_header(c))
 		goto fail;
 	choose_route(w, c, &hdr);
+	if (client_refused(w, c))
+		goto fail;
 	pr_debug("PROXY v%d header from %s: client %s", hdr.version, mmp_fmt_addr((const void *)&c->lb_addr, lb),
 		 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, src) : "(local)");
 	start_connect(w, c);
@@ -169,7 +198,7 @@ static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
 		err = errno;
 	if (err) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
-		pr_conn("upstream %s refused client %s: connect failed: %s%s",
+		log_conn(w, TCP_LOG_UPSTREAM, "upstream %s refused client %s: connect failed: %s%s",
 			mmp_fmt_addr((const void *)c->target, a),
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)",
 			strerror(err), mmp_upstream_hint("connect", -err));
@@ -202,7 +231,7 @@ void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_en
 
 		getsockopt(c->client.fd, SOL_SOCKET, SO_ERROR, &err, &len);
 		if (err || (events & EPOLLHUP)) {
-			pr_conn("connection from %s closed while connecting upstream%s%s",
+			log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s closed while connecting upstream%s%s",
 				mmp_fmt_addr((const void *)&c->lb_addr, lb), err ? ": " : "", err ? strerror(err) : "");
 			mmp_conn_close(&w->loop, c, false, true);
 			return;
@@ -218,11 +247,11 @@ void mmp_handshake_timeout(struct mmp_worker *w, struct mmp_conn *c)
 
 	if (c->state == CONN_HEADER) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_header_timeout, 1);
-		pr_conn("timed out waiting for PROXY header from %s after %d s (raise --header-timeout if the load balancer is slow)",
+		log_conn(w, TCP_LOG_HEADER_TIMEOUT, "timed out waiting for PROXY header from %s after %d s (raise --header-timeout if the load balancer is slow)",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), w->loop.cfg->header_timeout_ms / 1000);
 	} else {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
-		pr_conn("upstream %s did not answer within %d s for client %s (is it running? mmproxy-bpf check verifies the routing)",
+		log_conn(w, TCP_LOG_UPSTREAM, "upstream %s did not answer within %d s for client %s (is it running? mmproxy-bpf check verifies the routing)",
 			mmp_fmt_addr((const void *)c->target, a), w->loop.cfg->connect_timeout_ms / 1000,
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, lb) : "(unspoofed)");
 	}

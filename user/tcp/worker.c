@@ -107,6 +107,14 @@ static void on_deadline(struct mmp_loop *loop, struct mmp_conn *c)
 	mmp_handshake_timeout(mmp_worker_of(loop), c);
 }
 
+static void on_log_tick(struct mmp_loop *loop, struct mmp_timer *t)
+{
+	struct mmp_worker *w = mmp_worker_of(loop);
+
+	mmp_tcp_log_tick(&w->log, mmp_now_ns());
+	mmp_loop_timer_arm(loop, t, mmp_now_ms() + 1000);
+}
+
 static void on_engine_tick(struct mmp_loop *loop, struct mmp_timer *t)
 {
 	struct mmp_worker *w = mmp_worker_of(loop);
@@ -142,6 +150,8 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 		return err;
 	w->accept_resume.fn = resume_accept;
 	w->engine_tick.fn = on_engine_tick;
+	w->log_tick.fn = on_log_tick;
+	mmp_loop_timer_arm(&w->loop, &w->log_tick, mmp_now_ms() + 1000);
 	err = mmp_engines_worker_open(&w->engines, engines, &w->loop);
 	w->engines_open = true; /* partly open is closed the same way */
 	if (err)

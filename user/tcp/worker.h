@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "core/loop.h"
 #include "engine/engine.h"
+#include "tcp/tcp_log.h"
 
 struct mmp_config;
 struct mmp_counters;
@@ -26,6 +27,8 @@ struct mmp_worker {
 	struct mmp_handler listen_handler;
 	struct mmp_timer accept_resume; /* accepting paused (out of fds) until it fires */
 	struct mmp_timer engine_tick; /* worker 0: the engines' once-a-second work */
+	struct mmp_tcp_log log; /* rate limits of per-connection lines */
+	struct mmp_timer log_tick; /* the "suppressed" summaries, once a second while any is due */
 	pthread_t thread;
 };
 

@@ -18,6 +18,7 @@
 #include "udp/udp_registry.h"
 #include "udp/udp_sock.h"
 #include "udp/udp_drop.h"
+#include "udp/udp_flow_policy.h"
 #include "udp/udp_lifecycle.h"
 #include "udp/udp_stage.h"
 #include "udp/udp_thread.h"
@@ -198,8 +199,16 @@ static struct udp_flow *flow_open(struct udp_worker *w, const struct udp_dgram_i
 			memcpy(f->spp_hdr, hdr, SPP_HEADER_LEN);
 		/* The newest flow of a client wins; a thread that held it closes its own. */
 		if (w->sh->reg) {
-			int old = udp_registry_claim(w->sh->reg, &f->client, w->id);
+			struct udp_ep held_lb;
+			int old = udp_registry_claim(w->sh->reg, &f->client, lb, udp_move_to_other_lb_ok(w, lb_sa), w->id,
+						     &held_lb);
 
+			if (old == -EACCES) { /* another thread's flow has it from another LB address */
+				udp_move_refused(w, &f->client, &held_lb, lb);
+				goto fail_free;
+			}
+			if (old >= 0)
+				udp_move_logged(w, &f->client, &held_lb, lb, false);
 			if (old == -ENOMEM) {
 				udp_drop(w, MMP_UDP_CNT_drop_flow_limit, lb, "out of memory for a new flow",
 					 "free some memory");
@@ -266,13 +275,20 @@ struct udp_flow *udp_flow_for_header(struct udp_worker *w, const struct udp_dgra
 			 : info->kind == UDP_K_LOCAL ? MMP_UDP_FMT_LOCAL
 						     : MMP_UDP_FMT_V2;
 	struct udp_flow *f = udp_ft_by_lb(&w->ft, lb), *g;
-	char a[MMP_ADDRSTRLEN], b[MMP_ADDRSTRLEN];
 	struct udp_ep client;
 
 	if (format != MMP_UDP_FMT_LOCAL)
 		udp_ep_from_sa(&client, (const struct sockaddr *)&info->client);
 	else
 		memset(&client, 0, sizeof(client));
+	if (format != MMP_UDP_FMT_LOCAL && udp_client_refused(w, info, lb, lb_sa))
+		return NULL;
+	/* Before anything closes: may this header move the client's replies here? */
+	g = format != MMP_UDP_FMT_LOCAL ? udp_ft_by_client(&w->ft, &client) : NULL;
+	if (g && !udp_same_lb_addr(&g->lb, lb) && !udp_move_to_other_lb_ok(w, lb_sa)) {
+		udp_move_refused(w, &client, &g->lb, lb);
+		return NULL;
+	}
 	/*
 	 * PROXY v2 replies carry no header, so an LB ip:port serves one client
 	 * at a time: a new client there means the load balancer reused the port.
@@ -289,9 +305,7 @@ struct udp_flow *udp_flow_for_header(struct udp_worker *w, const struct udp_dgra
 		return flow_open(w, info, format, lb, lb_sa, lb_salen, local, ifindex, hdr);
 	/* The client is back through another LB ip:port (or framing): keep its socket, move the replies. */
 	if (!udp_ep_eq(&g->lb, lb) || g->format != format) {
-		pr_debug("udp: client %s moved from %s to %s", udp_ep_fmt(&client, a), udp_ep_fmt(&g->lb, b),
-			 udp_ep_fmt(lb, (char[MMP_ADDRSTRLEN]){ 0 }));
-		udp_cnt_add(w, MMP_UDP_CNT_flows_moved, 1);
+		udp_move_logged(w, &client, &g->lb, lb, true);
 		if (g->fast) {
 			udp_fast_del(w->sh->fast, g);
 			udp_cnt_sub(w, MMP_UDP_CNT_flows_fast, 1);

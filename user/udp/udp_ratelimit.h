@@ -1,35 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/*
- * Log rate limiting for per-datagram messages: a flood of bad datagrams must
- * not fill the disk. Each reason (and thread) may print UDP_RL_BURST lines
- * per second; the rest are counted and summed up in one "suppressed" line
- * once the second is over. Pure functions; the caller keeps one
- * struct udp_ratelimit per reason and passes the time.
- */
+/* UDP's names for the shared log rate limiter (ratelimit.h). */
 #ifndef MMP_UDP_RATELIMIT_H
 #define MMP_UDP_RATELIMIT_H
 
-#include <stdbool.h>
-#include <stdint.h>
+#include "lib/ratelimit.h"
 
-#define UDP_RL_BURST 5
-#define UDP_RL_WINDOW_NS 1000000000ULL
-
-struct udp_ratelimit {
-	uint64_t window_start_ns;
-	uint32_t printed; /* lines printed in the current window */
-	uint32_t suppressed; /* lines held back in the current window */
-};
-
-/* True when one more line may be printed at now_ns; otherwise it is counted as suppressed. */
-bool udp_rl_allow(struct udp_ratelimit *rl, uint64_t now_ns);
-
-/*
- * Once the window holding suppressed lines is over: returns how many were
- * suppressed (print one summary line for them) and starts afresh. Returns 0
- * while the window is still open or nothing was suppressed. Call it before
- * udp_rl_allow and from a periodic tick.
- */
-uint32_t udp_rl_take_suppressed(struct udp_ratelimit *rl, uint64_t now_ns);
+#define UDP_RL_BURST MMP_RL_BURST
+#define UDP_RL_WINDOW_NS MMP_RL_WINDOW_NS
+#define udp_ratelimit mmp_ratelimit
+#define udp_rl_allow mmp_rl_allow
+#define udp_rl_take_suppressed mmp_rl_take_suppressed
 
 #endif

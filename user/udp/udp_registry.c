@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "udp/udp_registry.h"
@@ -10,6 +11,7 @@
 
 struct reg_entry {
 	struct udp_ep client;
+	struct udp_ep lb; /* the load balancer the owner's flow has it from */
 	int owner;
 	struct reg_entry *next;
 };
@@ -148,7 +150,8 @@ static void post(struct udp_registry *r, int thread, const struct udp_ep *client
 	efd_signal(m->efd);
 }
 
-int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, int me)
+int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, const struct udp_ep *lb, bool move_ok,
+		       int me, struct udp_ep *held_lb)
 {
 	struct reg_entry **pp, *e;
 	int old = -1;
@@ -157,10 +160,16 @@ int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, int 
 	pp = slot(r, client);
 	if (*pp) {
 		if ((*pp)->owner != me) {
+			*held_lb = (*pp)->lb;
+			if (!move_ok && memcmp((*pp)->lb.addr, lb->addr, sizeof(lb->addr))) {
+				old = -EACCES;
+				goto out;
+			}
 			old = (*pp)->owner;
 			(*pp)->owner = me;
 			post(r, old, client);
 		}
+		(*pp)->lb = *lb;
 		goto out;
 	}
 	e = malloc(sizeof(*e));
@@ -169,6 +178,7 @@ int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, int 
 		goto out;
 	}
 	e->client = *client;
+	e->lb = *lb;
 	e->owner = me;
 	e->next = NULL;
 	*pp = e;
@@ -219,9 +229,11 @@ size_t udp_registry_take(struct udp_registry *r, int thread, struct udp_ep *out,
 	pthread_mutex_lock(&r->lock);
 	efd_drain(m->efd);
 	n = m->n < max ? m->n : max;
-	memcpy(out, m->items, n * sizeof(*out));
-	memmove(m->items, m->items + n, (m->n - n) * sizeof(*out));
-	m->n -= n;
+	if (n) { /* an empty mailbox may have no items array: memcpy from NULL is undefined (UBSan) */
+		memcpy(out, m->items, n * sizeof(*out));
+		memmove(m->items, m->items + n, (m->n - n) * sizeof(*out));
+		m->n -= n;
+	}
 	if (m->n)
 		efd_signal(m->efd); /* more than max waiting: stay readable for the next round */
 	pthread_mutex_unlock(&r->lock);

@@ -27,10 +27,14 @@ int udp_registry_open(int nthreads, uint64_t seed, struct udp_registry **out);
 void udp_registry_close(struct udp_registry *r);
 
 /*
- * Thread me opens a flow for client. Returns the thread that held it (it is
- * asked to close its flow), or -1. -ENOMEM leaves the client unregistered.
+ * Thread me opens a flow for client, from load balancer lb. Returns the
+ * thread that held it (it is asked to close its flow), or -1; *held_lb is
+ * the load balancer a thread other than me held it from. -ENOMEM leaves the client unregistered;
+ * -EACCES (not -EPERM, which is -1): another thread holds it from another load-balancer address and
+ * !move_ok (udp_flow_policy.h); nothing changes.
  */
-int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, int me);
+int udp_registry_claim(struct udp_registry *r, const struct udp_ep *client, const struct udp_ep *lb, bool move_ok,
+		       int me, struct udp_ep *held_lb);
 /* Thread me closed its flow for client: forget it, unless another thread holds it now. */
 void udp_registry_release(struct udp_registry *r, const struct udp_ep *client, int me);
 bool udp_registry_holds(struct udp_registry *r, const struct udp_ep *client, int me);

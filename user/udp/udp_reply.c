@@ -286,6 +286,14 @@ void udp_relay_reply(struct udp_worker *w, struct udp_flow *f, uint32_t events)
 		for (uint32_t off = 0; off == 0 || off < dlen; off += gso) {
 			uint32_t plen = dlen - off < gso ? dlen - off : gso;
 
+			/*
+			 * GRO trains may hold 128 segments (or more on a future
+			 * kernel): queue what pieces[] holds before it overflows.
+			 */
+			if (np == UDP_STAGE_MAX) {
+				reply_pieces(w, f, np);
+				np = 0;
+			}
 			w->pieces[np++] = (struct udp_piece){ .p = p + off, .len = plen };
 			udp_cnt_add(w, MMP_UDP_CNT_reply_dgrams, 1);
 			udp_cnt_add(w, MMP_UDP_CNT_reply_bytes, plen);

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fd hygiene of the splice engine (user/engine/splice/splice.c): a pipe2
+ * failure must close only the pipes that were opened, never fd 0 (another
+ * connection's socket, once stdin is closed). Regression: after a sockmap
+ * fallback, a union in struct mmp_conn left the pipe fds at 0; the engine's
+ * context is now its own, born with every fd at -1, and a previous engine's
+ * context pointer is never reused.
+ * Linked with -Wl,--wrap=pipe2,--wrap=close,--wrap=mmp_conn_close (unit.mk).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/conn.h"
+#include "core/loop.h"
+#include "engine/splice/splice.h"
+
+int __real_pipe2(int fds[2], int flags);
+int __real_close(int fd);
+
+static int pipe2_calls, pipe2_fail_at; /* fail the pipe2_fail_at-th call (1-based), 0: never */
+static int closed[64], nclosed;
+static bool conn_closed;
+
+int __wrap_pipe2(int fds[2], int flags)
+{
+	if (++pipe2_calls == pipe2_fail_at) {
+		errno = EMFILE;
+		return -1;
+	}
+	return __real_pipe2(fds, flags);
+}
+
+int __wrap_close(int fd)
+{
+	if (nclosed < 64)
+		closed[nclosed++] = fd;
+	/* fds 0-2 are the test runner's: record, never close them. */
+	return fd <= 2 ? 0 : __real_close(fd);
+}
+
+/* The loop's close, reduced to what it does to the engine's resources. */
+void __wrap_mmp_conn_close(struct mmp_loop *loop, struct mmp_conn *c, bool reset_client, bool reset_upstream)
+{
+	conn_closed = true;
+	mmp_splice_ops.release(loop, c);
+}
+
+static bool was_closed(int fd)
+{
+	for (int i = 0; i < nclosed; i++)
+		if (closed[i] == fd)
+			return true;
+	return false;
+}
+
+static int fd_count(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			n++;
+	return n;
+}
+
+static void run_case(int fail_at)
+{
+	static struct mmp_loop loop;
+	struct mmp_conn c = { 0 };
+	int before = fd_count();
+
+	pipe2_calls = 0;
+	pipe2_fail_at = fail_at;
+	nclosed = 0;
+	conn_closed = false;
+	c.client.fd = c.upstream.fd = -1;
+	c.state = CONN_SPLICING;
+	assert_int_equal(mmp_splice_ops.start(&loop, &c), 0);
+	assert_true(conn_closed);
+	for (int fd = 0; fd <= 2; fd++)
+		if (was_closed(fd))
+			fail_msg("pipe2 failure #%d: fd %d closed, which the splice engine never opened", fail_at, fd);
+	assert_int_equal(fd_count(), before); /* the pipe that was opened is closed */
+	assert_null(c.ctx); /* and the context freed */
+}
+
+static void test_first_pipe_fails(void **state)
+{
+	run_case(1);
+}
+
+static void test_second_pipe_fails(void **state)
+{
+	run_case(2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_first_pipe_fails),
+		cmocka_unit_test(test_second_pipe_fails),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
