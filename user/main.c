@@ -16,6 +16,7 @@
 #include "cli/cleanup.h"
 #include "cli/options.h"
 #include "lib/config.h"
+#include "lib/instance_lock.h"
 #include "lib/log.h"
 #include "lib/policy.h"
 #include "cli/routing.h"
@@ -52,6 +53,7 @@ static int run(const struct mmp_config *cfg)
 	struct mmp_policy *policy = NULL;
 	struct mmp_engines engines = { 0 };
 	struct mmp_worker *workers = NULL;
+	struct mmp_instance_lock lock;
 	char addr[MMP_ADDRSTRLEN];
 	sigset_t sigs;
 	int err, sig, started = 0;
@@ -68,9 +70,13 @@ static int run(const struct mmp_config *cfg)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
 
-	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
+	/* Before any pin or filter: nothing of another instance is touched when we are refused. */
+	err = mmp_instance_lock(cfg, &lock);
 	if (err)
 		return err;
+	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
+	if (err)
+		goto out_lock;
 
 	if (cfg->protocol == IPPROTO_UDP) {
 		err = mmp_udp_run(cfg, policy, &sigs);
@@ -126,6 +132,8 @@ out_engines:
 	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
 	mmp_policy_close(policy);
+out_lock:
+	mmp_instance_unlock(&lock);
 	return err;
 }
 
@@ -151,9 +159,9 @@ int main(int argc, char **argv)
 	case MMP_CMD_CHECK:
 		return mmp_check_command(&cfg);
 	case MMP_CMD_CLEANUP:
-		return mmp_cleanup_command(cfg.pin_dir);
+		return mmp_cleanup_command(&cfg);
 	case MMP_CMD_STATS:
-		return mmp_stats_command(cfg.pin_dir);
+		return mmp_stats_cli(&cfg);
 	case MMP_CMD_SETUP_ROUTING:
 		return mmp_routing_setup(cfg.route_table) ? 1 : 0;
 	case MMP_CMD_CLEANUP_ROUTING:
