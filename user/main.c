@@ -14,6 +14,7 @@
 #include <time.h>
 #include "cli/check.h"
 #include "cli/cleanup.h"
+#include "cli/lo_sysctls_startup.h"
 #include "cli/options.h"
 #include "lib/config.h"
 #include "lib/instance_lock.h"
@@ -77,6 +78,7 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
 		goto out_lock;
+	mmp_lo_sysctls_at_start(cfg);
 
 	if (cfg->protocol == IPPROTO_UDP) {
 		err = mmp_udp_run(cfg, policy, &sigs);
