@@ -19,6 +19,7 @@
 #include "lib/config.h"
 #include "lib/instance_lock.h"
 #include "lib/log.h"
+#include "lib/notify.h"
 #include "lib/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
@@ -112,6 +113,7 @@ static int run(const struct mmp_config *cfg)
 		mmp_fmt_addr((const void *)&cfg->target4, (char[MMP_ADDRSTRLEN]){ 0 }),
 		mmp_fmt_addr((const void *)&cfg->target6, (char[MMP_ADDRSTRLEN]){ 0 }));
 
+	mmp_notify_ready("listening (tcp)");
 	/* Until a signal: the totals to mmp_tcp_cnt once a second, for stats. */
 	for (;;) {
 		struct timespec second = { .tv_sec = 1 };
@@ -121,6 +123,7 @@ static int run(const struct mmp_config *cfg)
 		if (sig > 0)
 			break;
 	}
+	mmp_notify_stopping();
 	pr_info("received %s: closing listeners and connections", strsignal(sig));
 	err = 0;
 out_workers:
