@@ -47,7 +47,7 @@ struct mmp_config {
 	int connect_timeout_ms;
 	enum mmp_engine_kind engine;
 	const char *pin_dir; /* --pin-dir, or derived from -p and -l (pin_dir_derived); NULL: stats/cleanup choose */
-	char pin_dir_derived[128];
+	char pin_dir_derived[512];
 	bool all; /* stats, cleanup: --all, every instance found under the pin root */
 	int route_table; /* setup-routing / cleanup-routing / check */
 	enum mmp_udp_header udp_header; /* -p udp: --udp-header */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include "lib/instance.h"
 #include "lib/sockaddr.h"
 
@@ -19,9 +21,47 @@
 #define UDP_PRIO_BASE 0x2d00 /* 0x2d00..0x3cff: ahead of every tc engine filter (bpf/udp.bpf.c passes the rest) */
 #define PRIO_SPAN 0x1000
 
+static bool same_inode(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+/*
+ * Outside the host's network namespace (pid 1's), the same -l may serve in
+ * each namespace while they share one bpffs (nsenter): "-netns-NAME" from
+ * /run/netns, else "-netns-INODE", keeps their directories apart. Empty in
+ * the host's namespace.
+ */
+static void netns_suffix(char *buf, size_t len)
+{
+	struct stat st, init;
+	struct dirent *de;
+	DIR *d;
+
+	buf[0] = 0;
+	/* pid 1's namespace unknown (not readable here): take ours as the host's. */
+	if (stat("/proc/self/ns/net", &st) || stat("/proc/1/ns/net", &init) || st.st_ino == init.st_ino)
+		return;
+	snprintf(buf, len, "-netns-%lu", (unsigned long)st.st_ino);
+	d = opendir("/run/netns");
+	while (d && (de = readdir(d))) {
+		char path[300];
+
+		snprintf(path, sizeof(path), "/run/netns/%s", de->d_name);
+		if (de->d_name[0] != '.' && same_inode(path, "/proc/self/ns/net")) {
+			snprintf(buf, len, "-netns-%s", de->d_name);
+			break;
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
 void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, char *buf, size_t len)
 {
-	char addr[MMP_ADDRSTRLEN];
+	char addr[MMP_ADDRSTRLEN], ns[300];
 	char *colon;
 
 	/*
@@ -33,10 +73,11 @@ void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, c
 	colon = strrchr(addr, ':');
 	if (colon)
 		*colon = '-';
-	for (char *c = addr; *c; c++)
+	netns_suffix(ns, sizeof(ns));
+	snprintf(buf, len, "%s/%s-%s%s", MMP_PIN_ROOT, protocol == IPPROTO_UDP ? "udp" : "tcp", addr, ns);
+	for (char *c = buf + strlen(MMP_PIN_ROOT); *c; c++)
 		if (*c == '.')
 			*c = '_';
-	snprintf(buf, len, "%s/%s-%s", MMP_PIN_ROOT, protocol == IPPROTO_UDP ? "udp" : "tcp", addr);
 }
 
 static uint32_t fnv1a(const char *s)
