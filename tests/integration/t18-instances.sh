@@ -102,7 +102,7 @@ if ((ok)); then
 			case_fail "instance $i's flow was not spliced in the kernel: $TC_OUTCOME"
 	done
 	dir=DIR_1
-	in_stats=$("$MMP_BIN" stats --pin-dir "${!dir}" 2>&1 | grep -c ":$((BASE + 1)) ")
+	in_stats=$("$MMP_BIN" stats --pin-dir "${!dir}" 2>&1 | grep -cE "load balancer .* -> 127\.0\.0\.1:$((BASE + 1))\$")
 	((in_stats > 0)) || case_fail "stats --pin-dir of instance 1 shows no flow to port $((BASE + 1))"
 	out=$("$MMP_BIN" stats 2>&1)
 	rc=$?
