@@ -25,6 +25,12 @@ CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers 
 LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
 LDLIBS   += $(LIBBPF_LIBS) -lpthread
+# sd_notify for Type=notify units (user/lib/notify.c); without libsystemd-dev, notifications are no-ops.
+SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null)
+ifneq ($(SYSTEMD_LIBS),)
+CFLAGS   += -DMMP_HAVE_LIBSYSTEMD $(shell pkg-config --cflags libsystemd)
+LDLIBS   += $(SYSTEMD_LIBS)
+endif
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux -Wall
 
@@ -103,6 +109,7 @@ install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/mmproxy-bpf
 	install -D -m 0644 docs/mmproxy-bpf.8 $(DESTDIR)$(PREFIX)/share/man/man8/mmproxy-bpf.8
 	install -D -m 0644 scripts/mmproxy-bpf.service $(DESTDIR)/etc/systemd/system/mmproxy-bpf.service
+	install -D -m 0644 scripts/mmproxy-bpf@.service $(DESTDIR)/etc/systemd/system/mmproxy-bpf@.service
 
 clean:
 	rm -rf $(BUILD)

@@ -12,9 +12,9 @@ fi
 PACKAGES=(
 	# build
 	make gcc clang llvm pkg-config libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
-	linux-libc-dev libcmocka-dev libclang-rt-14-dev
+	linux-libc-dev libcmocka-dev libclang-rt-14-dev libsystemd-dev
 	# run and test
-	iproute2 util-linux procps psmisc coreutils haproxy nginx-light libnginx-mod-stream
+	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
 	python3 socat jq
 	# benchmark
 	go-mmproxy iperf3 gnuplot-nox

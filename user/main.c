@@ -14,9 +14,12 @@
 #include <time.h>
 #include "cli/check.h"
 #include "cli/cleanup.h"
+#include "cli/lo_sysctls_startup.h"
 #include "cli/options.h"
 #include "lib/config.h"
+#include "lib/instance_lock.h"
 #include "lib/log.h"
+#include "lib/notify.h"
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
@@ -52,6 +55,7 @@ static int run(const struct mmp_config *cfg)
 	struct mmp_policy *policy = NULL;
 	struct mmp_engines engines = { 0 };
 	struct mmp_worker *workers = NULL;
+	struct mmp_instance_lock lock;
 	char addr[MMP_ADDRSTRLEN];
 	sigset_t sigs;
 	int err, sig, started = 0;
@@ -68,9 +72,14 @@ static int run(const struct mmp_config *cfg)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
 
-	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
+	/* Before any pin or filter: nothing of another instance is touched when we are refused. */
+	err = mmp_instance_lock(cfg, &lock);
 	if (err)
 		return err;
+	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
+	if (err)
+		goto out_lock;
+	mmp_lo_sysctls_at_start(cfg);
 
 	if (cfg->protocol == IPPROTO_UDP) {
 		err = mmp_udp_run(cfg, policy, &sigs);
@@ -104,6 +113,7 @@ static int run(const struct mmp_config *cfg)
 		mmp_fmt_addr((const void *)&cfg->target4, (char[MMP_ADDRSTRLEN]){ 0 }),
 		mmp_fmt_addr((const void *)&cfg->target6, (char[MMP_ADDRSTRLEN]){ 0 }));
 
+	mmp_notify_ready("listening (tcp)");
 	/* Until a signal: the totals to mmp_tcp_cnt once a second, for stats. */
 	for (;;) {
 		struct timespec second = { .tv_sec = 1 };
@@ -113,6 +123,7 @@ static int run(const struct mmp_config *cfg)
 		if (sig > 0)
 			break;
 	}
+	mmp_notify_stopping();
 	pr_info("received %s: closing listeners and connections", strsignal(sig));
 	err = 0;
 out_workers:
@@ -126,6 +137,8 @@ out_engines:
 	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
 	mmp_policy_close(policy);
+out_lock:
+	mmp_instance_unlock(&lock);
 	return err;
 }
 
@@ -151,9 +164,9 @@ int main(int argc, char **argv)
 	case MMP_CMD_CHECK:
 		return mmp_check_command(&cfg);
 	case MMP_CMD_CLEANUP:
-		return mmp_cleanup_command(cfg.pin_dir);
+		return mmp_cleanup_command(&cfg);
 	case MMP_CMD_STATS:
-		return mmp_stats_command(cfg.pin_dir);
+		return mmp_stats_cli(&cfg);
 	case MMP_CMD_SETUP_ROUTING:
 		return mmp_routing_setup(cfg.route_table) ? 1 : 0;
 	case MMP_CMD_CLEANUP_ROUTING:

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "cli/options.h"
 #include "lib/config.h"
+#include "lib/instance.h"
 #include "lib/log.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof(a[0])) - 1)
@@ -96,6 +97,49 @@ static void test_subcommands(void **state)
 	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/x");
 }
 
+/* One pin directory per instance by default (docs/DESIGN.md §6a): from -p and -l; stats/cleanup choose. */
+static void test_pin_dir_per_instance(void **state)
+{
+	char *run[] = { "mmproxy-bpf", "-l", "0.0.0.0:8443", NULL };
+	char *udp6[] = { "mmproxy-bpf", "run", "-p", "udp", "-l", "[::]:53", NULL };
+	char *given[] = { "mmproxy-bpf", "-l", "0.0.0.0:9", "--pin-dir", "/sys/fs/bpf/mine", NULL };
+	char *stats[] = { "mmproxy-bpf", "stats", NULL };
+	char *stats_l[] = { "mmproxy-bpf", "stats", "-l", "127.0.0.1:7000", NULL };
+	char *all[] = { "mmproxy-bpf", "cleanup", "--all", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(run), run, &cfg), 0);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8443");
+	assert_int_equal(mmp_config_parse(ARGC(udp6), udp6, &cfg), 0);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/udp-[::]-53");
+	assert_int_equal(mmp_config_parse(ARGC(given), given, &cfg), 0);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mine");
+	assert_int_equal(mmp_config_parse(ARGC(stats), stats, &cfg), 0);
+	assert_null(cfg.pin_dir);
+	assert_int_equal(mmp_config_parse(ARGC(stats_l), stats_l, &cfg), 0);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcp-127_0_0_1-7000");
+	assert_int_equal(mmp_config_parse(ARGC(all), all, &cfg), 0);
+	assert_true(cfg.all);
+	assert_null(cfg.pin_dir);
+}
+
+/* TC filter identities: the legacy default keeps its fixed ones; UDP's sort ahead of every tc engine filter. */
+static void test_tc_identity(void **state)
+{
+	struct mmp_tc_id legacy = mmp_instance_tc_id(IPPROTO_TCP, "/sys/fs/bpf/mmproxy-bpf");
+	struct mmp_tc_id a = mmp_instance_tc_id(IPPROTO_TCP, "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8443");
+	struct mmp_tc_id b = mmp_instance_tc_id(IPPROTO_TCP, "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8444");
+	struct mmp_tc_id u = mmp_instance_tc_id(IPPROTO_UDP, "/sys/fs/bpf/mmproxy-bpf/udp-0_0_0_0-8443");
+
+	assert_int_equal(legacy.handle, 0x4d4d);
+	assert_int_equal(legacy.prio, 0x4d4d);
+	assert_int_equal(mmp_instance_tc_id(IPPROTO_UDP, "/sys/fs/bpf/mmproxy-bpf").prio, 0x4d40);
+	assert_int_not_equal(a.prio, b.prio);
+	assert_true(a.prio >= 0x4e00 && a.prio < 0x5e00);
+	assert_int_equal(u.handle, 0x4d55);
+	assert_true(u.prio < 0x4d40);
+}
+
 static void test_bad_values(void **state)
 {
 	char *cases[][5] = {
@@ -115,7 +159,9 @@ static void test_bad_values(void **state)
 		{ "mmproxy-bpf", "-l", NULL }, /* missing value */
 		/* Each command takes only its own options (regression: cleanup --engine tc was accepted). */
 		{ "mmproxy-bpf", "cleanup", "--engine", "tc" },
-		{ "mmproxy-bpf", "stats", "-l", "1.2.3.4:1" },
+		{ "mmproxy-bpf", "stats", "--detach", NULL },
+		{ "mmproxy-bpf", "cleanup", "--all", "--pin-dir", "/sys/fs/bpf/x" }, /* --all and one instance */
+		{ "mmproxy-bpf", "--all", NULL }, /* run takes no --all */
 		{ "mmproxy-bpf", "setup-routing", "--pin-dir", "/x" },
 		{ "mmproxy-bpf", "version", "--listeners", "2" },
 		{ "mmproxy-bpf", "check", "--detach", NULL },
@@ -139,6 +185,8 @@ int main(void)
 		cmocka_unit_test(test_go_mmproxy_flags),
 		cmocka_unit_test(test_long_options_and_subcommand),
 		cmocka_unit_test(test_subcommands),
+		cmocka_unit_test(test_pin_dir_per_instance),
+		cmocka_unit_test(test_tc_identity),
 		cmocka_unit_test(test_bad_values),
 	};
 

@@ -16,15 +16,30 @@
 
 #define PROBE_TIMEOUT_MS 1000
 
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
 struct cap_need {
 	int cap;
 	const char *name;
 	const char *why;
 };
 
+/*
+ * Measured with `setpriv --bounding-set=-all,+CAPS -- mmproxy-bpf run
+ * --engine E` for each engine (README, "systemd"): CAP_PERFMON is what the
+ * verifier wants for the TC and sockmap programs, CAP_NET_RAW the tc
+ * engine's raw socket; CAP_SYS_ADMIN only mounts a missing bpffs.
+ */
 static const struct cap_need caps[] = {
-	{ CAP_NET_ADMIN, "CAP_NET_ADMIN", "IP_TRANSPARENT, SO_MARK and routing" },
-	{ CAP_BPF, "CAP_BPF", "the pinned BPF maps" },
+	{ CAP_NET_ADMIN, "CAP_NET_ADMIN", "IP_TRANSPARENT, SO_MARK, TCP_REPAIR, TC filters, routing, lo sysctls" },
+	{ CAP_BPF, "CAP_BPF", "the pinned BPF maps and programs" },
+	{ CAP_PERFMON, "CAP_PERFMON", "the tc engine's, the sockmap engine's and the UDP fast path's programs" },
+	{ CAP_NET_RAW, "CAP_NET_RAW", "the tc engine's raw socket for window updates; without it auto runs splice" },
 };
 
 /* The effective capability set of this process, from /proc. */
@@ -54,15 +69,16 @@ static bool check_caps(bool verbose)
 	bool ok = true;
 
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
-		/* CAP_SYS_ADMIN also covers BPF on older kernels. */
-		bool have = has_cap(eff, caps[i].cap) || (caps[i].cap == CAP_BPF && has_cap(eff, CAP_SYS_ADMIN));
+		/* CAP_SYS_ADMIN also covers CAP_BPF and CAP_PERFMON (and is all older kernels know). */
+		bool have = has_cap(eff, caps[i].cap) ||
+			    ((caps[i].cap == CAP_BPF || caps[i].cap == CAP_PERFMON) && has_cap(eff, CAP_SYS_ADMIN));
 
 		if (verbose)
 			printf("%-4s capability %s (%s)\n", have ? "ok" : "FAIL", caps[i].name, caps[i].why);
 		if (!have) {
 			ok = false;
 			if (verbose)
-				printf("    fix: run as root, or: setcap cap_net_admin,cap_bpf+ep %s\n",
+				printf("    fix: run as root, grant it in the unit (CapabilityBoundingSet=, AmbientCapabilities=), or: setcap cap_net_admin,cap_net_raw,cap_bpf,cap_perfmon+ep %s\n",
 				       "/usr/local/sbin/mmproxy-bpf");
 		}
 	}

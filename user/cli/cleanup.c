@@ -5,25 +5,39 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <sys/file.h>
 #include "cli/cleanup.h"
+#include "cli/instances.h"
 #include "engine/tc/tc_engine.h"
+#include "lib/instance.h"
+#include "lib/instance_lock.h"
 
-int mmp_cleanup_command(const char *pin_dir)
+/* Returns 0, or 1 when an instance still runs on pin_dir (nothing is touched then). */
+static int cleanup_one(const char *pin_dir)
 {
 	int dfd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int unpinned = 0, filters;
+	char holder[320];
 	struct dirent *de;
 	DIR *d;
 
-	if (dfd >= 0 && flock(dfd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+	/* The flock is held until the end: no instance starts on this directory meanwhile. */
+	if ((dfd >= 0 && flock(dfd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) ||
+	    mmp_instance_running_here(pin_dir, holder, sizeof(holder))) {
 		fprintf(stderr, "mmproxy-bpf: an instance is running on %s; stop it first (its flows would break)\n",
 			pin_dir);
-		close(dfd);
+		if (dfd >= 0)
+			close(dfd);
 		return 1;
 	}
-	/* Filters first: with them gone, nothing uses the maps any more. */
-	filters = mmp_tc_detach_everywhere(mmp_tc_priority(pin_dir));
+	/*
+	 * Filters first: with them gone, nothing uses the maps any more. The
+	 * directory does not say which protocol it served (--pin-dir): both
+	 * identities are tried, and only this directory's match.
+	 */
+	filters = mmp_tc_detach_everywhere(mmp_instance_tc_id(IPPROTO_TCP, pin_dir));
+	filters += mmp_tc_detach_everywhere(mmp_instance_tc_id(IPPROTO_UDP, pin_dir));
 	if (dfd >= 0) {
 		d = fdopendir(dup(dfd));
 		while (d && (de = readdir(d))) {
@@ -40,6 +54,19 @@ int mmp_cleanup_command(const char *pin_dir)
 		close(dfd);
 		rmdir(pin_dir);
 	}
-	printf("cleanup: %d filters and %d pins removed\n", filters, unpinned);
+	printf("cleanup %s: %d filters and %d pins removed\n", pin_dir, filters, unpinned);
 	return 0;
+}
+
+int mmp_cleanup_command(const struct mmp_config *cfg)
+{
+	static struct mmp_instances todo;
+	int busy = 0;
+
+	if (mmp_instances_choose(cfg, "cleanup", &todo))
+		return 1;
+	for (int i = 0; i < todo.n; i++)
+		busy += cleanup_one(todo.dir[i]);
+	/* --all skips running instances; one named instance that runs is an error. */
+	return cfg->all ? 0 : busy > 0;
 }

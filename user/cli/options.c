@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "cli/options.h"
 #include "lib/config.h"
+#include "lib/instance.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "lib/sockaddr.h"
@@ -27,6 +28,7 @@ enum long_only_opts {
 	OPT_TC_IDLE,
 	OPT_TC_HANDOFF_DELAY,
 	OPT_DETACH,
+	OPT_ALL,
 	OPT_HELP,
 };
 
@@ -50,13 +52,14 @@ static const struct opt_desc {
 	unsigned int commands;
 	const char *help;
 } opts[] = {
-	{ "listen-addr", 'l', "ADDR:PORT", RUN | CHECK, "where the load balancer connects (default 0.0.0.0:8443)" },
+	{ "listen-addr", 'l', "ADDR:PORT", RUN | CHECK | PINS,
+	  "where the load balancer connects (default 0.0.0.0:8443); with -p, names the instance's pin directory" },
 	{ "ipv4", '4', "ADDR:PORT", RUN | CHECK, "upstream for IPv4 clients (default 127.0.0.1:443)" },
 	{ "ipv6", '6', "[ADDR]:PORT", RUN | CHECK, "upstream for IPv6 clients (default [::1]:443)" },
 	{ "allowed-subnets", 'a', "FILE", RUN,
 	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning)" },
 	{ "close-after", 'c', "SEC", RUN, "UDP idle flow timeout (default 60)" },
-	{ "protocol", 'p', "tcp|udp", RUN, "(default tcp)" },
+	{ "protocol", 'p', "tcp|udp", RUN | PINS, "(default tcp)" },
 	{ "udp-header", OPT_UDP_HEADER, "auto|every|first|spp", RUN,
 	  "UDP framing (default auto): a PROXY v2 header on every datagram (udppp), on a flow's first only "
 	  "(Spectrum), or Cloudflare SPP on every datagram and reply" },
@@ -84,7 +87,9 @@ static const struct opt_desc {
 	  "sockmap: bytes queued per flow and direction before the sender is slowed by TCP flow control "
 	  "(default 4194304)" },
 	{ "pin-dir", OPT_PIN_DIR, "DIR", RUN | CHECK | PINS,
-	  "bpffs directory for pinned maps (default " MMP_PIN_DIR_DEFAULT ")" },
+	  "bpffs directory for pinned maps, one instance each (default " MMP_PIN_ROOT "/PROTOCOL-ADDR-PORT from -p "
+	  "and -l, e.g. tcp-0_0_0_0-8443; stats and cleanup: the only instance found there)" },
+	{ "all", OPT_ALL, NULL, PINS, "stats, cleanup: every instance found under " MMP_PIN_ROOT },
 	{ "table", OPT_TABLE, "N", RUN | CHECK | ROUTING, "routing table for the transparent upstream (default 123)" },
 	{ "help", OPT_HELP, NULL, EVERY, "this text" },
 };
@@ -278,7 +283,7 @@ static void set_defaults(struct mmp_config *cfg)
 	cfg->header_timeout_ms = 5000;
 	cfg->connect_timeout_ms = 5000;
 	cfg->engine = MMP_ENGINE_AUTO;
-	cfg->pin_dir = MMP_PIN_DIR_DEFAULT;
+	cfg->pin_dir = NULL; /* derived after parsing, from -p and -l */
 	cfg->route_table = 123;
 	cfg->max_queued = 4 << 20;
 	cfg->tc_max_flows = 65536;
@@ -290,7 +295,7 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 {
 	struct option long_opts[N_OPTS + 1];
 	char shorts[2 * N_OPTS + 3];
-	bool explicit_command = false;
+	bool explicit_command = false, listen_given = false;
 	long v;
 	int c;
 
@@ -319,6 +324,7 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 		case 'l':
 			if (parse_addr_opt("-l", optarg, &cfg->listen, 0))
 				return -EINVAL;
+			listen_given = true;
 			break;
 		case '4':
 			if (parse_addr_opt("-4", optarg, &cfg->target4, AF_INET))
@@ -406,6 +412,9 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 		case OPT_DETACH:
 			cfg->detach = true;
 			break;
+		case OPT_ALL:
+			cfg->all = true;
+			break;
 		case OPT_UDP_HEADER:
 			if (!strcmp(optarg, "auto"))
 				cfg->udp_header = MMP_UDP_HDR_AUTO;
@@ -445,6 +454,19 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "mmproxy-bpf: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return -EINVAL;
+	}
+	/*
+	 * One pin directory per instance by default, so that instances with
+	 * default flags never share maps (docs/DESIGN.md §6a). stats and cleanup
+	 * derive it only when told -l; otherwise they look for instances.
+	 */
+	if (!cfg->pin_dir && (cfg->command == MMP_CMD_RUN || cfg->command == MMP_CMD_CHECK || listen_given)) {
+		mmp_instance_pin_dir(cfg->protocol, &cfg->listen, cfg->pin_dir_derived, sizeof(cfg->pin_dir_derived));
+		cfg->pin_dir = cfg->pin_dir_derived;
+	}
+	if (cfg->all && cfg->pin_dir) {
+		fprintf(stderr, "mmproxy-bpf: --all acts on every instance: drop --pin-dir and -l, or drop --all\n");
 		return -EINVAL;
 	}
 	/* A bare --help is the overview; `CMD --help` keeps CMD, whose options main prints. */

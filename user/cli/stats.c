@@ -17,6 +17,7 @@
 #include "lib/pins.h"
 #include "lib/sockaddr.h"
 #include "lib/percpu.h"
+#include "cli/instances.h"
 #include "cli/stats.h"
 #include "engine/tc/tc_engine.h"
 #include "udp/udp_stats.h"
@@ -222,4 +223,19 @@ int mmp_stats_command(const char *pin_dir)
 	close_if_open(tc_counters);
 	close_if_open(tcp_counters);
 	return 0;
+}
+
+int mmp_stats_cli(const struct mmp_config *cfg)
+{
+	static struct mmp_instances todo;
+	int err = 0;
+
+	if (mmp_instances_choose(cfg, "stats", &todo))
+		return 1;
+	for (int i = 0; i < todo.n; i++) {
+		if (i)
+			printf("\n");
+		err |= mmp_stats_command(todo.dir[i]);
+	}
+	return err;
 }

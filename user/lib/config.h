@@ -46,7 +46,9 @@ struct mmp_config {
 	int header_timeout_ms;
 	int connect_timeout_ms;
 	enum mmp_engine_kind engine;
-	const char *pin_dir;
+	const char *pin_dir; /* --pin-dir, or derived from -p and -l (pin_dir_derived); NULL: stats/cleanup choose */
+	char pin_dir_derived[512];
+	bool all; /* stats, cleanup: --all, every instance found under the pin root */
 	int route_table; /* setup-routing / cleanup-routing / check */
 	enum mmp_udp_header udp_header; /* -p udp: --udp-header */
 	uint64_t max_queued; /* sockmap: bytes queued per flow and direction before backpressure */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include "lib/lo_sysctls.h"
@@ -29,3 +30,36 @@ bool mmp_lo_sysctls_ok(void)
 	return true;
 }
 
+
+static bool is_on(const char *path)
+{
+	char v = '0';
+	FILE *f = fopen(path, "re");
+
+	if (f) {
+		v = (char)fgetc(f);
+		fclose(f);
+	}
+	return v == '1';
+}
+
+int mmp_lo_sysctls_enable(void)
+{
+	int changed = 0;
+
+	for (size_t i = 0; i < MMP_LO_SYSCTLS; i++) {
+		FILE *f;
+
+		if (is_on(mmp_lo_sysctls[i]))
+			continue;
+		f = fopen(mmp_lo_sysctls[i], "we");
+		if (!f)
+			return -errno;
+		/* The write reaches the kernel at fclose; its error is the one that counts. */
+		fputs("1\n", f);
+		if (fclose(f))
+			return -errno;
+		changed = 1;
+	}
+	return changed;
+}

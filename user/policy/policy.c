@@ -40,16 +40,27 @@ static bool is_bpffs(const char *path)
 	return statfs(path, &st) == 0 && st.f_type == BPF_FS_MAGIC;
 }
 
+/* The nearest ancestor of dir that exists (dir's default is two levels below bpffs). */
+static void existing_ancestor(const char *dir, char *out, size_t len)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+
+	snprintf(out, len, "%s", dir);
+	do {
+		snprintf(tmp, sizeof(tmp), "%s", out);
+		snprintf(out, len, "%s", dirname(tmp));
+	} while (stat(out, &st) && strcmp(out, "/") && strcmp(out, "."));
+}
+
 int mmp_ensure_bpffs(const char *dir)
 {
-	char copy[PATH_MAX];
-	char *parent;
+	char parent[PATH_MAX];
 
-	snprintf(copy, sizeof(copy), "%s", dir);
-	parent = dirname(copy);
+	existing_ancestor(dir, parent, sizeof(parent));
 	if (is_bpffs(parent))
 		return 0;
-	if (strcmp(parent, BPFFS_ROOT)) {
+	if (strcmp(parent, BPFFS_ROOT) && strncmp(dir, BPFFS_ROOT "/", strlen(BPFFS_ROOT) + 1)) {
 		pr_err("pin directory %s is not on bpffs (mount it: mount -t bpf bpf %s, or use --pin-dir under %s)",
 		       dir, parent, BPFFS_ROOT);
 		return -ENOTSUP;
@@ -66,13 +77,30 @@ int mmp_ensure_bpffs(const char *dir)
 	return 0;
 }
 
+/* mkdir -p: the default pin directory's parent (MMP_PIN_ROOT) may not exist yet. */
+static int make_dirs(const char *dir)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(path, 0700) && errno != EEXIST ? -errno : 0;
+}
+
 /* Create and lock the pin directory so two instances never share maps. */
 static int lock_pin_dir(struct mmp_policy *p)
 {
 	int err;
 
-	if (mkdir(p->pin_dir, 0700) && errno != EEXIST) {
-		err = -errno;
+	err = make_dirs(p->pin_dir);
+	if (err) {
 		pr_err("failed to create pin directory %s: %s", p->pin_dir, strerror(-err));
 		return err;
 	}
@@ -85,7 +113,7 @@ static int lock_pin_dir(struct mmp_policy *p)
 	if (flock(p->lock_fd, LOCK_EX | LOCK_NB)) {
 		err = -errno;
 		if (err == -EWOULDBLOCK)
-			pr_err("another mmproxy-bpf instance is using %s (stop it, or give this one its own --pin-dir)",
+			pr_err("another mmproxy-bpf instance, in another network namespace, is using %s (stop it, or give this one another -l or --pin-dir)",
 			       p->pin_dir);
 		else
 			pr_err("failed to lock pin directory %s: %s", p->pin_dir, strerror(-err));

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include "lib/log.h"
+#include "lib/notify.h"
 #include "udp/fast/udp_fast.h"
 #include "lib/sockaddr.h"
 #include "udp/udp.h"
@@ -182,7 +183,9 @@ int mmp_udp_run(const struct mmp_config *cfg, const struct mmp_policy *policy, c
 		sh.fast ? "flows moved in the kernel (fast path)" : "every datagram relayed in userspace",
 		mmp_fmt_addr((const void *)&cfg->target4, t4), mmp_fmt_addr((const void *)&cfg->target6, t6));
 
+	mmp_notify_ready("listening (udp)");
 	sig = wait_for_signal(&sh, w, cfg->listeners, sigs);
+	mmp_notify_stopping();
 	pr_info("received %s: closing the udp listeners and flows", strsignal(sig));
 	err = 0;
 out_workers:

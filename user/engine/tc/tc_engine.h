@@ -11,14 +11,13 @@
 
 #include <stdint.h>
 #include "engine/engine.h"
+#include "lib/instance.h"
 #include "mmp_tc.h"
 
 extern const struct mmp_engine_ops mmp_tc_ops;
 
-/* Our TC filters' priority for a pin directory (0x4d4d for the default one). */
-uint32_t mmp_tc_priority(const char *pin_dir);
-/* `cleanup`: remove our TC filters of priority prio from every interface of this netns. Returns how many. */
-int mmp_tc_detach_everywhere(uint32_t prio);
+/* `cleanup`: remove the TC filters with identity id (lib/instance.h) from every interface of this netns. Returns how many. */
+int mmp_tc_detach_everywhere(struct mmp_tc_id id);
 /* r = t with source and destination swapped. */
 void mmp_tc_reverse_tuple(struct mmp_tc_tuple *r, const struct mmp_tc_tuple *t);
 

@@ -25,20 +25,13 @@
 #include <sys/socket.h>
 #include "core/conn.h"
 #include "engine/engine.h"
+#include "lib/instance.h"
 #include "mmp_tc.h"
 
 struct mmp_config;
 struct mmp_loop;
 struct tc_bpf;
 
-/*
- * Our filters' handle on every hook: "MM". The priority is 0x4d4d for the
- * default pin directory and another one per --pin-dir, so that two instances
- * in one namespace each keep their own filter (a restart with the same
- * directory replaces its predecessor's in place).
- */
-#define MMP_TC_HANDLE 0x4d4d
-#define MMP_TC_PRIO 0x4d4d
 /*
  * How long a flow may take to quiet down (a peer that does not read keeps our
  * send queue full). It then runs on splice and is tried again later, with
@@ -69,7 +62,13 @@ struct mmp_tc {
 	int ifindex[MAX_IFACES]; /* [0] is lo */
 	int nifaces;
 	int raw4, raw6; /* window updates */
-	uint32_t prio; /* our filters' priority, from the pin directory */
+	/*
+	 * Our filters' handle and priority, from the pin directory
+	 * (lib/instance.c): instances in one namespace each keep their own
+	 * filter, and a restart with the same directory replaces its
+	 * predecessor's in place.
+	 */
+	struct mmp_tc_id id;
 	bool adopting; /* reusing a previous instance's pinned maps */
 	uint64_t idle_ns;
 	uint64_t open_ns; /* HOLD/FREEZE entries older than this were left by a previous instance */

@@ -24,6 +24,7 @@
 #include "lib/clsact.h"
 #include "lib/pins.h"
 #include "mmp_maps.h"
+#include "lib/instance.h"
 #include "lib/lo_sysctls.h"
 #include "lib/netlink.h"
 #include "tc.skel.h"
@@ -32,21 +33,10 @@ static const char *const pinned_maps[] = {
 	MMP_TC_TUPLES_MAP, MMP_TC_FLOWS_MAP, MMP_TC_STATS_MAP, MMP_TC_COUNTERS_MAP,
 };
 
-uint32_t mmp_tc_priority(const char *pin_dir)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	if (!strcmp(pin_dir, MMP_PIN_DIR_DEFAULT))
-		return MMP_TC_PRIO;
-	for (const char *c = pin_dir; *c; c++)
-		h = (h ^ (uint8_t)*c) * 16777619u;
-	return 0x4e00 + h % 0x1000;
-}
-
 static int attach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point where, int prog_fd)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = tc->prio,
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = tc->id.handle, .priority = tc->id.prio,
 			    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
 	char name[IF_NAMESIZE] = "?";
 	int err;
@@ -68,7 +58,7 @@ fail:
 static void detach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point where)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = tc->prio);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = tc->id.handle, .priority = tc->id.prio);
 
 	/* Our filter only: the clsact qdisc may carry other filters (the UDP engine's, other tools'). */
 	bpf_tc_detach(&hook, &opts);
@@ -177,7 +167,7 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 		return -ENOMEM;
 	tc->cfg = cfg;
 	snprintf(tc->pin_dir, sizeof(tc->pin_dir), "%s", cfg->pin_dir);
-	tc->prio = mmp_tc_priority(cfg->pin_dir);
+	tc->id = mmp_instance_tc_id(IPPROTO_TCP, cfg->pin_dir);
 	tc->raw4 = tc->raw6 = -1;
 	tc->idle_ns = (uint64_t)cfg->tc_idle_timeout_s * 1000000000ULL;
 	tc->open_ns = mmp_now_ns();
@@ -313,7 +303,7 @@ void mmp_tc_unload(struct mmp_tc *tc, bool keep)
 	free(tc);
 }
 
-int mmp_tc_detach_everywhere(uint32_t prio)
+int mmp_tc_detach_everywhere(struct mmp_tc_id id)
 {
 	struct if_nameindex *ifs = if_nameindex(), *i;
 	int removed = 0;
@@ -324,10 +314,10 @@ int mmp_tc_detach_everywhere(uint32_t prio)
 		for (int dir = 0; dir < 2; dir++) {
 			DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = i->if_index,
 					    .attach_point = dir ? BPF_TC_EGRESS : BPF_TC_INGRESS);
-			DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = MMP_TC_HANDLE, .priority = prio);
+			DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = id.handle, .priority = id.prio);
 
 			if (bpf_tc_detach(&hook, &opts) == 0) {
-				printf("removed: tc filter pref %u handle 0x%x on %s %s\n", prio, MMP_TC_HANDLE,
+				printf("removed: tc filter pref %u handle 0x%x on %s %s\n", id.prio, id.handle,
 				       i->if_name, dir ? "egress" : "ingress");
 				removed++;
 				ours = true;

@@ -4,7 +4,8 @@
  * flow's entries once userspace has opened it. See udp_fast.h.
  *
  * The program goes on clsact with its own handle and a priority ahead of
- * the tc engine's filter, and returns TC_ACT_UNSPEC for packets that are not
+ * the tc engine's filters, both derived from the pin directory so that UDP
+ * instances side by side keep their own (lib/instance.c), and returns TC_ACT_UNSPEC for packets that are not
  * theirs, so a TCP instance using the tc engine on the same host still sees
  * its packets. On exit only our filters are removed; the qdisc may carry
  * other filters.
@@ -24,13 +25,12 @@
 #include <bpf/libbpf.h>
 #include "core/clock.h"
 #include "lib/clsact.h"
+#include "lib/instance.h"
 #include "lib/log.h"
 #include "udp/fast/udp_fast.h"
 #include "udp/udp_flow.h"
 #include "udp/fast/udp_maps.h"
 
-#define UDP_TC_HANDLE 0x4d55 /* "MU"; the tc engine uses 0x4d4d */
-#define UDP_TC_PRIO 0x4d40
 #define MAX_HOOKS 64
 
 struct hook {
@@ -45,12 +45,13 @@ struct udp_fast {
 	bool into_lo; /* lo takes redirected datagrams: route_localnet and accept_local are on */
 	struct hook hooks[MAX_HOOKS];
 	int nhooks;
+	struct mmp_tc_id id;
 };
 
-static int attach(struct hook *h, int prog_fd)
+static int attach(struct hook *h, struct mmp_tc_id id, int prog_fd)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = h->ifindex, .attach_point = BPF_TC_INGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = UDP_TC_HANDLE, .priority = UDP_TC_PRIO,
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = id.handle, .priority = id.prio,
 			    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
 	char name[IF_NAMESIZE] = "?";
 	int err;
@@ -70,10 +71,10 @@ fail:
 	return err;
 }
 
-static void detach(struct hook *h)
+static void detach(struct hook *h, struct mmp_tc_id id)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = h->ifindex, .attach_point = BPF_TC_INGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = UDP_TC_HANDLE, .priority = UDP_TC_PRIO);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = id.handle, .priority = id.prio);
 
 	bpf_tc_detach(&hook, &opts);
 	/* Ours was the last filter on it: the qdisc goes too (another tool's filters keep it). */
@@ -192,6 +193,7 @@ int udp_fast_open(const struct mmp_config *cfg, struct udp_maps *maps, struct ud
 	fp->fwd_fd = udp_maps_fwd_fd(maps);
 	fp->rev_fd = udp_maps_rev_fd(maps);
 	fp->drain_fd = udp_maps_drain_fd(maps);
+	fp->id = mmp_instance_tc_id(IPPROTO_UDP, cfg->pin_dir);
 	if (fp->prog < 0) {
 		err = -EOPNOTSUPP;
 		goto fail;
@@ -204,7 +206,7 @@ int udp_fast_open(const struct mmp_config *cfg, struct udp_maps *maps, struct ud
 		pr_info("UDP fast path: remote load balancers' datagrams stay in userspace (their replies do not): to move them in the kernel too, sysctl -w net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1");
 	/* The LB's datagrams arrive on lo or its interface; the upstream's replies on lo. */
 	for (int i = 0; !err && i < fp->nhooks; i++)
-		err = attach(&fp->hooks[i], fp->prog);
+		err = attach(&fp->hooks[i], fp->id, fp->prog);
 	if (err)
 		goto fail;
 	*out = fp;
@@ -220,7 +222,7 @@ void udp_fast_close(struct udp_fast *fp)
 		return;
 	for (int i = 0; i < fp->nhooks; i++)
 		if (fp->hooks[i].attached)
-			detach(&fp->hooks[i]);
+			detach(&fp->hooks[i], fp->id);
 	free(fp);
 }
 

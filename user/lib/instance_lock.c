@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include "lib/instance.h"
+#include "lib/instance_lock.h"
+#include "lib/log.h"
+#include "lib/netns_lock.h"
+
+static void pin_lock_name(const char *pin_dir, char *buf, size_t len)
+{
+	snprintf(buf, len, "pin:%s", pin_dir);
+}
+
+static void filter_lock_name(struct mmp_tc_id id, char *buf, size_t len)
+{
+	snprintf(buf, len, "tc:0x%x:%u", id.handle, id.prio);
+}
+
+/* TCP attaches filters unless splice only; UDP unless the fast path is off. */
+static bool attaches_filters(const struct mmp_config *cfg)
+{
+	if (cfg->protocol == IPPROTO_UDP)
+		return cfg->engine != MMP_ENGINE_SPLICE;
+	return cfg->engine == MMP_ENGINE_AUTO || cfg->engine == MMP_ENGINE_TC;
+}
+
+int mmp_instance_lock(const struct mmp_config *cfg, struct mmp_instance_lock *l)
+{
+	struct mmp_tc_id id = mmp_instance_tc_id(cfg->protocol, cfg->pin_dir);
+	char name[PATH_MAX + 16], holder[320];
+	int err;
+
+	l->pin_fd = l->filter_fd = -1;
+	pin_lock_name(cfg->pin_dir, name, sizeof(name));
+	l->pin_fd = mmp_netns_lock(name, holder, sizeof(holder));
+	if (l->pin_fd < 0) {
+		err = l->pin_fd;
+		if (err == -EADDRINUSE)
+			pr_err("another mmproxy-bpf instance uses %s in this network namespace (%s): stop it, or give this one another -l or --pin-dir",
+			       cfg->pin_dir, holder);
+		else
+			pr_err("failed to take the instance lock for %s: %s", cfg->pin_dir, strerror(-err));
+		goto fail;
+	}
+	if (!attaches_filters(cfg))
+		return 0;
+	filter_lock_name(id, name, sizeof(name));
+	l->filter_fd = mmp_netns_lock(name, holder, sizeof(holder));
+	if (l->filter_fd < 0) {
+		err = l->filter_fd;
+		if (err == -EADDRINUSE)
+			pr_err("another mmproxy-bpf instance attaches TC filters with pref %u handle 0x%x in this network namespace (%s), the same as %s would: give this one another --pin-dir",
+			       id.prio, id.handle, holder, cfg->pin_dir);
+		else
+			pr_err("failed to take the TC filter lock for %s: %s", cfg->pin_dir, strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	mmp_instance_unlock(l);
+	return err;
+}
+
+void mmp_instance_unlock(struct mmp_instance_lock *l)
+{
+	if (l->pin_fd >= 0)
+		close(l->pin_fd);
+	if (l->filter_fd >= 0)
+		close(l->filter_fd);
+	l->pin_fd = l->filter_fd = -1;
+}
+
+bool mmp_instance_running_here(const char *pin_dir, char *holder, size_t holder_len)
+{
+	char name[PATH_MAX + 16];
+
+	pin_lock_name(pin_dir, name, sizeof(name));
+	return mmp_netns_locked(name, holder, holder_len);
+}

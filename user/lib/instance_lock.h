@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * `run` refuses to share state with another instance in this network
+ * namespace: the same pin directory (the same -p and -l by default, which
+ * SO_REUSEPORT would otherwise let both bind), or the same TC filter
+ * identity (two pin directories whose priorities collide). The pin
+ * directory's flock (lib/policy.c) covers instances in other namespaces that
+ * see the same bpffs. docs/DESIGN.md §6a.
+ */
+#ifndef MMP_INSTANCE_LOCK_H
+#define MMP_INSTANCE_LOCK_H
+
+#include <stdbool.h>
+#include "lib/config.h"
+
+struct mmp_instance_lock {
+	int pin_fd; /* "pin:DIR" */
+	int filter_fd; /* "tc:HANDLE:PRIO", -1 when no TC filter is attached (engine splice) */
+};
+
+/* Returns 0, or -EADDRINUSE / -errno after one log line naming the other instance and the fix. */
+int mmp_instance_lock(const struct mmp_config *cfg, struct mmp_instance_lock *l);
+void mmp_instance_unlock(struct mmp_instance_lock *l);
+
+/* Whether an instance with pin_dir runs in this network namespace (holder as in netns_lock.h). */
+bool mmp_instance_running_here(const char *pin_dir, char *holder, size_t holder_len);
+
+#endif
