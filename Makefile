@@ -19,7 +19,8 @@ CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers 
             -Iinclude -Iuser -I$(BUILD) -DMMP_VERSION='"$(VERSION)"'
 LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
-LDLIBS   += $(LIBBPF_LIBS) -lpthread
+LIBXDP_LIBS   := $(shell pkg-config --libs libxdp 2>/dev/null || echo -lxdp)
+LDLIBS   += $(LIBXDP_LIBS) $(LIBBPF_LIBS) -lpthread
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux -Wall
 

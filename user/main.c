@@ -20,6 +20,7 @@
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
+#include "policy/xdp_gate.h"
 #include "core/counters.h"
 #include "engine/engine.h"
 #include "udp/udp.h"
@@ -50,6 +51,7 @@ static int run(const struct mmp_config *cfg)
 {
 	static struct mmp_counters counters;
 	struct mmp_policy *policy = NULL;
+	struct mmp_xdp_gate *gate = NULL;
 	struct mmp_engines engines = { 0 };
 	struct mmp_worker *workers = NULL;
 	char addr[MMP_ADDRSTRLEN];
@@ -71,6 +73,10 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
 		return err;
+	/* After the tries are filled: attached earlier, the gate would drop every allowed source too. */
+	err = mmp_xdp_gate_open(cfg, &gate);
+	if (err)
+		goto out_policy;
 
 	if (cfg->protocol == IPPROTO_UDP) {
 		err = mmp_udp_run(cfg, policy, &sigs);
@@ -125,6 +131,7 @@ out_counters:
 out_engines:
 	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
+	mmp_xdp_gate_close(gate);
 	mmp_policy_close(policy);
 	return err;
 }
