@@ -21,6 +21,8 @@ ip -n "$TOPO_CLIENT" addr add "$BAD_IP6/64" dev veth-c nodad || exit 1
 ALLOW=$T_TMP/allowed.txt
 printf '%s/32\n%s/128\n' "$TOPO_CLIENT_IP4" "$TOPO_CLIENT_IP6" >"$ALLOW"
 GATE=(-l "[::]:$PROXY_PORT" -a "$ALLOW" --xdp-iface veth-p)
+p="" # next_port sets it
+# shellcheck disable=SC2034 # CLIENT_LOCAL_PORT and MMP_RUNNING are lib.sh's
 
 # xdp_on_veth: "id NAME" of the XDP program on the proxy's veth, or nothing.
 xdp_on_veth() {
