@@ -93,9 +93,11 @@ static __always_inline bool dst6_matches(const __u8 *daddr)
 /*
  * The transport header at l4: is this a packet the gate judges (a SYN
  * without ACK, or any UDP datagram, to one of our ports)? Returns 1 (judge),
- * 0 (not ours: pass) or -1 (header ends early).
+ * 0 (not ours: pass) or -1 (header ends early). first_frag: more fragments
+ * follow, so a TCP header cut short after the ports is the tiny-fragment
+ * trick (RFC 1858: the flags arrive in the next fragment): judged by its ports.
  */
-static __always_inline int judged_l4(void *l4, void *data_end, __u8 proto)
+static __always_inline int judged_l4(void *l4, void *data_end, __u8 proto, bool first_frag)
 {
 	__u16 dport;
 
@@ -104,8 +106,14 @@ static __always_inline int judged_l4(void *l4, void *data_end, __u8 proto)
 	if (proto == IPPROTO_TCP) {
 		struct tcphdr *th = l4;
 
-		if ((void *)(th + 1) > data_end)
-			return -1;
+		if ((void *)(th + 1) > data_end) {
+			__be16 *ports = l4;
+
+			if (!first_frag || (void *)(ports + 2) > data_end)
+				return -1;
+			dport = bpf_ntohs(ports[1]);
+			return dport >= port_lo && dport <= port_hi ? 1 : -1;
+		}
 		dport = bpf_ntohs(th->dest);
 		if (dport < port_lo || dport > port_hi)
 			return 0;
@@ -136,7 +144,8 @@ static __always_inline int gate_ipv4(struct iphdr *iph, void *data_end)
 	/* A later fragment has no ports; its first fragment was judged (and dropped, if not allowed). */
 	if (bpf_ntohs(iph->frag_off) & IP_OFFSET)
 		return count(MMP_XDP_CNT_passed_other, XDP_PASS);
-	judged = judged_l4((void *)iph + iph->ihl * 4, data_end, iph->protocol); /* ihl > 5: options skipped */
+	/* ihl > 5: options skipped */
+	judged = judged_l4((void *)iph + iph->ihl * 4, data_end, iph->protocol, bpf_ntohs(iph->frag_off) & IP_MF);
 	if (judged < 0)
 		return count(MMP_XDP_CNT_malformed, XDP_PASS);
 	if (!judged)
@@ -151,6 +160,7 @@ static __always_inline int gate_ipv6(struct ipv6hdr *ip6h, void *data_end)
 {
 	struct mmp_allow6_key key = { .prefixlen = 128 };
 	void *l4 = ip6h + 1;
+	bool first_frag = false;
 	__u8 next;
 	int judged;
 
@@ -168,6 +178,7 @@ static __always_inline int gate_ipv6(struct ipv6hdr *ip6h, void *data_end)
 				return count(MMP_XDP_CNT_malformed, XDP_PASS);
 			if (bpf_ntohs(fh->frag_off) & IP6_OFFSET)
 				return count(MMP_XDP_CNT_passed_other, XDP_PASS);
+			first_frag = bpf_ntohs(fh->frag_off) & 1; /* IP6_MF */
 			next = fh->nexthdr;
 			l4 = fh + 1;
 		} else if (next == NEXTHDR_HOP || next == NEXTHDR_ROUTING || next == NEXTHDR_DEST) {
@@ -181,7 +192,7 @@ static __always_inline int gate_ipv6(struct ipv6hdr *ip6h, void *data_end)
 			break;
 		}
 	}
-	judged = judged_l4(l4, data_end, next);
+	judged = judged_l4(l4, data_end, next, first_frag);
 	if (judged < 0)
 		return count(MMP_XDP_CNT_malformed, XDP_PASS);
 	if (!judged)

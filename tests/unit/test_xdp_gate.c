@@ -248,6 +248,14 @@ static const struct gate_case cases[] = {
 	{ "TCP header cut short", T, NULL, 4, BAD4, D4, T, PORT, SYN, 0, 0, NO_FRAG, 14 + 20 + 13, BAD },
 	{ "TCP6 header cut short", T, NULL, 6, BAD6, D6, T, PORT, SYN, 0, 0, NO_FRAG, 14 + 40 + 19, BAD },
 	{ "UDP header cut short", U, NULL, 4, BAD4, D4, U, PORT, 0, 0, 0, NO_FRAG, 14 + 20 + 7, BAD },
+	{ "IPv4 tiny first fragment (ports, no flags) not allowed: dropped", T, NULL, 4, BAD4, D4, T, PORT, SYN, 0, 0,
+	  FIRST_FRAG, 14 + 20 + 8, DROP },
+	{ "IPv4 tiny first fragment from an allowed source", T, NULL, 4, OK4, D4, T, PORT, SYN, 0, 0, FIRST_FRAG,
+	  14 + 20 + 8, PASS },
+	{ "IPv6 tiny first fragment not allowed: dropped", T, NULL, 6, BAD6, D6, T, PORT, SYN, 0, 0, FIRST_FRAG,
+	  14 + 40 + 8 + 8, DROP },
+	{ "IPv4 tiny first fragment to another port", T, NULL, 4, BAD4, D4, T, 22, SYN, 0, 0, FIRST_FRAG, 14 + 20 + 8, BAD },
+	{ "IPv4 first fragment cut inside the ports", T, NULL, 4, BAD4, D4, T, PORT, SYN, 0, 0, FIRST_FRAG, 14 + 20 + 3, BAD },
 	{ "IPv6 fragment header cut short", T, NULL, 6, BAD6, D6, T, PORT, SYN, 0, 0, FIRST_FRAG, 14 + 40 + 7, BAD },
 };
 
