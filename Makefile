@@ -24,7 +24,8 @@ CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers 
             -Iinclude -Iuser -I$(BUILD) -DMMP_VERSION='"$(VERSION)"' $(SAN_FLAGS)
 LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
-LDLIBS   += $(LIBBPF_LIBS) -lpthread
+LIBXDP_LIBS   := $(shell pkg-config --libs libxdp 2>/dev/null || echo -lxdp)
+LDLIBS   += $(LIBXDP_LIBS) $(LIBBPF_LIBS) -lpthread
 # sd_notify for Type=notify units (user/lib/notify.c); without libsystemd-dev, notifications are no-ops.
 SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null)
 ifneq ($(SYSTEMD_LIBS),)

@@ -15,9 +15,9 @@ PACKAGES=(
 	linux-libc-dev libcmocka-dev libclang-rt-14-dev libsystemd-dev
 	# run and test
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
-	python3 socat jq
+	python3 socat jq xdp-tools
 	# benchmark
-	go-mmproxy iperf3 gnuplot-nox
+	go-mmproxy iperf3 gnuplot-nox hping3
 )
 
 export DEBIAN_FRONTEND=noninteractive

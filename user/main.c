@@ -23,6 +23,7 @@
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
+#include "policy/xdp_gate.h"
 #include "core/counters.h"
 #include "engine/engine.h"
 #include "udp/udp.h"
@@ -53,6 +54,7 @@ static int run(const struct mmp_config *cfg)
 {
 	static struct mmp_counters counters;
 	struct mmp_policy *policy = NULL;
+	struct mmp_xdp_gate *gate = NULL;
 	struct mmp_engines engines = { 0 };
 	struct mmp_worker *workers = NULL;
 	struct mmp_instance_lock lock;
@@ -80,6 +82,10 @@ static int run(const struct mmp_config *cfg)
 	if (err)
 		goto out_lock;
 	mmp_lo_sysctls_at_start(cfg);
+	/* After the tries are filled: attached earlier, the gate would drop every allowed source too. */
+	err = mmp_xdp_gate_open(cfg, &gate);
+	if (err)
+		goto out_policy;
 
 	if (cfg->protocol == IPPROTO_UDP) {
 		err = mmp_udp_run(cfg, policy, &sigs);
@@ -136,6 +142,7 @@ out_counters:
 out_engines:
 	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
+	mmp_xdp_gate_close(gate);
 	mmp_policy_close(policy);
 out_lock:
 	mmp_instance_unlock(&lock);

@@ -165,6 +165,9 @@ static void test_bad_values(void **state)
 		{ "mmproxy-bpf", "setup-routing", "--pin-dir", "/x" },
 		{ "mmproxy-bpf", "version", "--listeners", "2" },
 		{ "mmproxy-bpf", "check", "--detach", NULL },
+		{ "mmproxy-bpf", "--xdp-mode", "hw", NULL },
+		{ "mmproxy-bpf", "--xdp-iface", "an-interface-name-too-long", NULL },
+		{ "mmproxy-bpf", "stats", "--xdp-iface", "eth0" },
 	};
 	struct mmp_config cfg;
 
@@ -178,6 +181,23 @@ static void test_bad_values(void **state)
 	}
 }
 
+static void test_xdp_options(void **state)
+{
+	char ifaces[] = "eth0,eth1";
+	char *argv[] = { "mmproxy-bpf", "--xdp-iface", ifaces, "--xdp-mode", "skb", NULL };
+	char *none[] = { "mmproxy-bpf", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(none), none, &cfg), 0);
+	assert_int_equal(cfg.n_xdp_ifaces, 0); /* the gate is opt-in */
+	assert_int_equal(cfg.xdp_mode, MMP_XDP_MODE_AUTO);
+	assert_int_equal(mmp_config_parse(ARGC(argv), argv, &cfg), 0);
+	assert_int_equal(cfg.n_xdp_ifaces, 2);
+	assert_string_equal(cfg.xdp_ifaces[0], "eth0");
+	assert_string_equal(cfg.xdp_ifaces[1], "eth1");
+	assert_int_equal(cfg.xdp_mode, MMP_XDP_MODE_SKB);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +208,7 @@ int main(void)
 		cmocka_unit_test(test_pin_dir_per_instance),
 		cmocka_unit_test(test_tc_identity),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_xdp_options),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -12,12 +12,14 @@
 #include "engine/tc/tc_engine.h"
 #include "lib/instance.h"
 #include "lib/instance_lock.h"
+#include "policy/xdp_gate.h"
+#include "mmp_xdp.h"
 
 /* Returns 0, or 1 when an instance still runs on pin_dir (nothing is touched then). */
 static int cleanup_one(const char *pin_dir)
 {
 	int dfd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int unpinned = 0, filters;
+	int unpinned = 0, filters, gates;
 	char holder[320];
 	struct dirent *de;
 	DIR *d;
@@ -38,11 +40,15 @@ static int cleanup_one(const char *pin_dir)
 	 */
 	filters = mmp_tc_detach_everywhere(mmp_instance_tc_id(IPPROTO_TCP, pin_dir));
 	filters += mmp_tc_detach_everywhere(mmp_instance_tc_id(IPPROTO_UDP, pin_dir));
+	gates = mmp_xdp_gate_cleanup(pin_dir); /* before the loop below removes the pins that name them */
 	if (dfd >= 0) {
 		d = fdopendir(dup(dfd));
 		while (d && (de = readdir(d))) {
 			/* Only our own pins: every map name starts with mmp_. */
 			if (strncmp(de->d_name, "mmp_", 4))
+				continue;
+			/* A gate's pin that is still here could not be detached: keep it for a retry. */
+			if (!strncmp(de->d_name, MMP_XDP_PIN_PREFIX, strlen(MMP_XDP_PIN_PREFIX)))
 				continue;
 			if (unlinkat(dfd, de->d_name, 0) == 0) {
 				printf("removed: %s/%s\n", pin_dir, de->d_name);
@@ -54,7 +60,7 @@ static int cleanup_one(const char *pin_dir)
 		close(dfd);
 		rmdir(pin_dir);
 	}
-	printf("cleanup %s: %d filters and %d pins removed\n", pin_dir, filters, unpinned);
+	printf("cleanup %s: %d filters, %d XDP gates and %d pins removed\n", pin_dir, filters, gates, unpinned);
 	return 0;
 }
 

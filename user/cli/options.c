@@ -29,6 +29,8 @@ enum long_only_opts {
 	OPT_TC_HANDOFF_DELAY,
 	OPT_DETACH,
 	OPT_ALL,
+	OPT_XDP_IFACE,
+	OPT_XDP_MODE,
 	OPT_HELP,
 };
 
@@ -83,6 +85,9 @@ static const struct opt_desc {
 	  "tc: a new flow runs on splice for MS before its hand-off to the kernel, so short connections skip "
 	  "its cost (default 20, 0 = at once)" },
 	{ "detach", OPT_DETACH, NULL, RUN, "tc: on exit remove filters and pins even if flows remain" },
+	{ "xdp-iface", OPT_XDP_IFACE, "IF[,IF...]", RUN,
+	  "drop SYNs/datagrams from sources outside -a in XDP on these interfaces (default none)" },
+	{ "xdp-mode", OPT_XDP_MODE, "native|skb", RUN, "XDP attach mode (default native, else skb)" },
 	{ "max-queued", OPT_MAX_QUEUED, "BYTES", RUN,
 	  "sockmap: bytes queued per flow and direction before the sender is slowed by TCP flow control "
 	  "(default 4194304)" },
@@ -414,6 +419,23 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			break;
 		case OPT_ALL:
 			cfg->all = true;
+			break;
+		case OPT_XDP_IFACE:
+			for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+				if (cfg->n_xdp_ifaces >= (int)(sizeof(cfg->xdp_ifaces) / sizeof(cfg->xdp_ifaces[0])))
+					return bad_option("--xdp-iface", tok, "at most 32 interfaces");
+				if (strlen(tok) >= 16)
+					return bad_option("--xdp-iface", tok, "interface names are at most 15 characters");
+				cfg->xdp_ifaces[cfg->n_xdp_ifaces++] = tok;
+			}
+			break;
+		case OPT_XDP_MODE:
+			if (!strcmp(optarg, "native"))
+				cfg->xdp_mode = MMP_XDP_MODE_NATIVE;
+			else if (!strcmp(optarg, "skb"))
+				cfg->xdp_mode = MMP_XDP_MODE_SKB;
+			else
+				return bad_option("--xdp-mode", optarg, "expected native or skb");
 			break;
 		case OPT_UDP_HEADER:
 			if (!strcmp(optarg, "auto"))

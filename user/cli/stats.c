@@ -13,6 +13,7 @@
 #include "mmp_maps.h"
 #include "mmp_tc.h"
 #include "mmp_tcp.h"
+#include "mmp_xdp.h"
 #include "lib/counter_table.h"
 #include "lib/pins.h"
 #include "lib/sockaddr.h"
@@ -47,6 +48,22 @@ static void print_tcp_counters(int fd)
 		return;
 	mmp_counters_print(stdout, "tcp counters (refreshed every second):", tcp_names, (const uint64_t *)&c,
 			   MMP_TCP_CNT_MAX);
+}
+
+static const struct mmp_counter_name xdp_names[MMP_XDP_CNT_MAX] = {
+#define X(name, desc) [MMP_XDP_CNT_##name] = { #name, desc },
+	MMP_XDP_COUNTERS(X)
+#undef X
+};
+
+/* The XDP gate's verdicts (per-CPU, summed): one line each. */
+static void print_xdp_counters(int fd)
+{
+	uint64_t v[MMP_XDP_CNT_MAX] = { 0 };
+
+	for (uint32_t i = 0; i < MMP_XDP_CNT_MAX; i++)
+		mmp_percpu_sum(fd, i, &v[i]);
+	mmp_counters_print(stdout, "xdp gate counters:", xdp_names, v, MMP_XDP_CNT_MAX);
 }
 
 static int count_entries(int fd, size_t key_size)
@@ -190,6 +207,7 @@ int mmp_stats_command(const char *pin_dir)
 	int tc_stats = mmp_open_pin(pin_dir, MMP_TC_STATS_MAP);
 	int tc_counters = mmp_open_pin(pin_dir, MMP_TC_COUNTERS_MAP);
 	int tcp_counters = mmp_open_pin(pin_dir, MMP_TCP_COUNTERS_MAP);
+	int xdp_counters = mmp_open_pin(pin_dir, MMP_XDP_COUNTERS_MAP);
 
 	if (allow4 < 0 && flows < 0 && tc_flows < 0) {
 		fprintf(stderr, "mmproxy-bpf: nothing pinned under %s (is mmproxy-bpf running? pass its --pin-dir)\n",
@@ -203,6 +221,8 @@ int mmp_stats_command(const char *pin_dir)
 		       count_entries(allow6, sizeof(struct mmp_allow6_key)), MMP_ALLOW4_MAP, MMP_ALLOW6_MAP);
 	if (tcp_counters >= 0)
 		print_tcp_counters(tcp_counters);
+	if (xdp_counters >= 0)
+		print_xdp_counters(xdp_counters);
 	if (counters >= 0)
 		print_counters(counters);
 	if (tc_counters >= 0)
@@ -222,6 +242,7 @@ int mmp_stats_command(const char *pin_dir)
 	close_if_open(tc_stats);
 	close_if_open(tc_counters);
 	close_if_open(tcp_counters);
+	close_if_open(xdp_counters);
 	return 0;
 }
 

@@ -26,6 +26,12 @@ enum mmp_engine_kind {
 	MMP_ENGINE_TC,
 };
 
+enum mmp_xdp_mode {
+	MMP_XDP_MODE_AUTO, /* native, falling back to skb (logged) */
+	MMP_XDP_MODE_NATIVE,
+	MMP_XDP_MODE_SKB,
+};
+
 enum mmp_udp_header {
 	MMP_UDP_HDR_AUTO, /* v2 signature or SPP magic starts a flow; other datagrams join their LB ip:port's flow */
 	MMP_UDP_HDR_EVERY, /* udppp: a PROXY v2 header on every datagram */
@@ -58,6 +64,10 @@ struct mmp_config {
 	int tc_max_flows;
 	int tc_idle_timeout_s; /* 0: never */
 	int tc_handoff_delay_ms; /* a flow runs on splice this long before the hand-off; 0: at once */
+	/* XDP gate (user/policy/xdp_gate.c) */
+	const char *xdp_ifaces[32]; /* --xdp-iface: where non-allowed sources are dropped in XDP */
+	int n_xdp_ifaces;
+	enum mmp_xdp_mode xdp_mode;
 	bool detach; /* on exit, remove filters and pins even if spliced flows remain */
 	bool help; /* --help: print the command's options */
 };
