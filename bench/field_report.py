@@ -21,7 +21,7 @@ for path in sys.argv[1:]:
         if r["value"] is not None:
             runs[key].append(r["value"])
             byround.setdefault((path, r["load"], r["round"]), {})[r["config"]] = r["value"]
-        if "handed" in r:
+        if r.get("tc_flows_1s") is not None:
             extra[key].append("%s/%s/%s" % (r.get("tc_flows_1s"), r["flows_handed"], r["aborted"]))
 
 print("| load | configuration | median | range | ratio to no proxy | ratio in each round | tc: in kernel at 1.5 s / flows handed off / aborted hand-offs |")
@@ -40,8 +40,8 @@ for load, cfg in order:
     print("| %s | %s | %.0f | %s | %s | %s | %s |" % (load, cfg, med, rng, ratio, " ".join(per),
                                                    ", ".join(extra[(load, cfg)])))
 
-# Ratios at a glance: one row per load, the median's ratio (and the range of
-# each round's value over no proxy's median) per configuration.
+# Ratios at a glance: one row per load, the median's ratio (in parentheses
+# the lowest and highest round's value over no proxy's median) per configuration.
 cfgs = []
 for _, c in order:
     if c not in cfgs:
