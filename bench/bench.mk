@@ -2,6 +2,8 @@
 #   make bench-tools   loadgen, upstream and udpgen into $(BUILD)/bench/
 #   make bench         quick side-by-side run (~5 min): bench/run.sh --quick
 #   make bench-full    longer runs, 5 rounds, also behind HAProxy (~45 min)
+#   make bench-field   field loads with tcpkali and wrk through HAProxy to
+#                      nginx, against the peers (bench/field.sh, ~15 min)
 #   make bench-tests   correctness only (no speed asserted): histogram unit
 #                      test, loadgen through upstream echo directly and
 #                      through mmproxy-bpf (splice); prints "N passed, M failed"
@@ -22,7 +24,7 @@ UDPGEN_OBJS   := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
 	$(BENCH_COMMON)))
 BENCH_TOOLS   := $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream $(BENCH_OUT)/udpgen $(BENCH_OUT)/tc_cost
 
-.PHONY: bench-tools bench-tests
+.PHONY: bench-tools bench-tests bench-field
 
 bench-tools: $(BENCH_TOOLS)
 
@@ -57,6 +59,9 @@ bench: bench-tools $(BIN)
 
 bench-full: bench-tools $(BIN)
 	@scripts/as-root.sh bash bench/run.sh --full --with-haproxy --engines $(BENCH_ENGINES)
+
+bench-field: bench-tools $(BIN)
+	@scripts/as-root.sh bash bench/field.sh $(BENCH_FIELD_ARGS)
 
 bench-tests: bench-tools $(BENCH_OUT)/test_histogram $(BIN)
 	@scripts/as-root.sh bash bench/tests.sh

@@ -8,6 +8,7 @@
 #   bench/run.sh --full                   longer runs, 5 rounds
 #   bench/run.sh --engines splice,sockmap --with-haproxy --rounds 5
 #   bench/run.sh --scenarios pp50,bulk1-down -T 5
+#   bench/run.sh --field                  then the field loads (bench/field.sh)
 #
 # Configurations: no proxy (the generator talks to the upstream directly),
 # mmproxy-bpf once per engine, go-mmproxy, and with --with-haproxy the same
@@ -41,6 +42,7 @@ LG_THREADS=1
 UP_THREADS=2
 OUT_DIR=$BENCH_DIR/results
 PLOT=1
+FIELD=0
 
 usage() {
 	cat <<EOF
@@ -58,6 +60,8 @@ usage: bench/run.sh [--quick | --full] [options]
   --upstream-threads N  upstream server threads [2]
   --out DIR             where results go [bench/results]
   --no-plot             skip the gnuplot chart
+  --field               afterwards run bench/field.sh (tcpkali streams, wrk
+                        through HAProxy to nginx) with the same rounds
 Environment: MMPROXY_BPF, GO_MMPROXY, HAPROXY override the binaries.
 EOF
 }
@@ -91,6 +95,7 @@ while (($#)); do
 	--upstream-threads) UP_THREADS=$2; shift ;;
 	--out) OUT_DIR=$2; shift ;;
 	--no-plot) PLOT=0 ;;
+	--field) FIELD=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -485,3 +490,6 @@ if ((PLOT)) && [[ -f $BASE.png ]]; then
 	log "run.sh: chart $BASE.png (copied to $OUT_DIR/latest.png)"
 fi
 log "run.sh: results $BASE.json"
+if ((FIELD)); then
+	bash "$BENCH_DIR/field.sh" --rounds "$ROUNDS" --out "$OUT_DIR"
+fi
