@@ -606,7 +606,7 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	if (!st)
 		return TC_ACT_OK;
 	/*
-	 * As kernel TCP judges them (RFC 5961; docs/DESIGN.md, tc engine
+	 * As kernel TCP judges them (RFC 5961; docs/DESIGN.md §3c
 	 * hardening). A SYN on a flow that ended (FIN both ways, or an RST at
 	 * snd_nxt: no TIME_WAIT) is a new connection reusing its port: forget
 	 * the tuple so its segments pass untouched. A SYN on a live flow is

@@ -94,7 +94,7 @@ struct mmp_tc_flow {
  * Written by the TC programs; userspace sets the initial state at the switch
  * (and last_seen_ns at HOLD: the age of a hand-off a dead instance left).
  * snd_nxt/rcv_wnd judge RSTs and FINs as the receiver's kernel would (RFC
- * 5961; docs/DESIGN.md, tc engine hardening): in the sender's own space.
+ * 5961; docs/DESIGN.md §3c): in the sender's own space.
  */
 struct mmp_tc_stats {
 	__u64 packets[2]; /* [0] up, [1] down */

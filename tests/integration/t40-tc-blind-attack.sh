@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t40: a blind attacker against a flow spliced in the kernel (issue 10, "tc
-# engine, as robust as kernel TCP"; docs/DESIGN.md, tc engine hardening).
+# engine, as robust as kernel TCP"; docs/DESIGN.md §3c).
 #
 #   PREFIX-client               PREFIX-lb (HAProxy, send-proxy-v2)         PREFIX-proxy
 #   veth-cl 198.51.100.66/26 -- veth-lc .65/26

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t41: state left by an instance killed in the middle of a hand-off (issue 10,
-# "Crash-left state"; docs/DESIGN.md, tc engine hardening).
+# "Crash-left state"; docs/DESIGN.md §3c).
 #
 # A hand-off holds a flow in HOLD (the proxy's segments advertise window 0)
 # until both sockets are quiet, then FREEZE for about 100 us, then SPLICE. An

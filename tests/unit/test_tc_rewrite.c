@@ -1198,7 +1198,7 @@ static const struct rw_case cases[] = {
 		.st = { .packets = { 1, 1 }, .bytes = { 0, 2 } },
 	},
 
-	/* ---- RST, SYN, FIN as kernel TCP judges them (RFC 5961; docs/DESIGN.md, tc engine hardening) ---- */
+	/* ---- RST, SYN, FIN as kernel TCP judges them (RFC 5961; docs/DESIGN.md §3c) ---- */
 	{
 		.name = "RST: in the window but not at snd_nxt passes translated, unmarked; outside it is dropped",
 		.family = 4,

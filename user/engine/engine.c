@@ -37,7 +37,7 @@ int mmp_engines_open(const struct mmp_config *cfg, struct mmp_engines *out)
 	memset(out, 0, sizeof(*out));
 	/*
 	 * auto = tc for every eligible flow, splice for the others: measured
-	 * fastest here (docs/DESIGN.md, "What was measured"); sockmap is slower
+	 * fastest here (docs/DESIGN.md §5); sockmap is slower
 	 * than splice on this kernel, so it runs only when asked for.
 	 */
 	switch (cfg->engine) {

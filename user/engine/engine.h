@@ -3,8 +3,8 @@
  * The data-path engines behind one interface, in the manner of HAProxy's
  * xprt_ops: a connection holds a pointer to its engine and the engine's
  * per-connection context (c->engine, c->ctx), and the loop and handshake
- * reach the engine only through these operations. docs/DESIGN.md, "The
- * engine interface", says when each one is called.
+ * reach the engine only through these operations. docs/DESIGN.md §3 says
+ * when each one is called.
  *
  * A connection has one engine that moves its bytes (splice or sockmap), and
  * possibly a second one waiting to take it over (tc, which takes flows from

@@ -3,7 +3,7 @@
  * The tc engine: after the hand-off, the proxy's two sockets are frozen with
  * TCP_REPAIR and closed silently; bpf/tc.bpf.c rewrites every packet of one
  * connection into the other. It takes flows over from the splice engine
- * (MMP_ENGINE_F_TAKES_OVER); docs/DESIGN.md, "The tc hand-off", has the
+ * (MMP_ENGINE_F_TAKES_OVER); docs/DESIGN.md §3b has the
  * sequence. What the rest of the program may call besides its operations:
  */
 #ifndef MMP_TC_ENGINE_H

@@ -209,7 +209,7 @@ static int read_frozen(int fd, struct frozen *f)
 /*
  * The peer's last TSval the socket receiving `incoming` accepted, read by
  * mmp_tc_ts_probe: the TSval offsets come from the frozen sockets' state,
- * never from a packet (docs/DESIGN.md, tc engine hardening).
+ * never from a packet (docs/DESIGN.md §3c).
  */
 static int read_ts_recent(struct mmp_tc *tc, const struct mmp_tc_tuple *incoming, uint32_t *ts)
 {
