@@ -30,4 +30,4 @@ $(TEST_TOOLS): $(TEST_TOOLS_DIR)/%: $(TEST_TOOLS_DIR)/%.o $(TEST_TOOLS_LIB_OBJS)
 	$(CC) $(TEST_TOOLS_CFLAGS) -o $@ $^
 
 integration-tests: $(BIN) $(TEST_TOOLS)
-	MMP_BIN=$${MMP_BIN:-$(BIN)} MMP_TOOLS=$(TEST_TOOLS_DIR) bash tests/integration/run-all.sh
+	MMP_BIN=$${MMP_BIN:-$(BIN)} MMP_TOOLS=$(TEST_TOOLS_DIR) bash tests/integration/run-all.sh $(INTEGRATION_FILES)
