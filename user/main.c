@@ -65,6 +65,7 @@ static int run(const struct mmp_config *cfg)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP); /* reload -a (systemctl reload) */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
 
@@ -104,13 +105,15 @@ static int run(const struct mmp_config *cfg)
 		mmp_fmt_addr((const void *)&cfg->target4, (char[MMP_ADDRSTRLEN]){ 0 }),
 		mmp_fmt_addr((const void *)&cfg->target6, (char[MMP_ADDRSTRLEN]){ 0 }));
 
-	/* Until a signal: the totals to mmp_tcp_cnt once a second, for stats. */
+	/* Until SIGINT/SIGTERM: the totals to mmp_tcp_cnt once a second, for stats; SIGHUP reloads -a. */
 	for (;;) {
 		struct timespec second = { .tv_sec = 1 };
 
 		mmp_counters_publish(&counters);
 		sig = sigtimedwait(&sigs, NULL, &second);
-		if (sig > 0)
+		if (sig == SIGHUP)
+			mmp_policy_reload(policy);
+		else if (sig > 0)
 			break;
 	}
 	pr_info("received %s: closing listeners and connections", strsignal(sig));
