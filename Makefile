@@ -19,7 +19,10 @@ CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers 
             -Iinclude -Iuser -I$(BUILD) -DMMP_VERSION='"$(VERSION)"'
 LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
-LDLIBS   += $(LIBBPF_LIBS) -lpthread
+# --metrics: libmicrohttpd (Debian libmicrohttpd-dev).
+MHD_CFLAGS    := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS      := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+LDLIBS   += $(LIBBPF_LIBS) $(MHD_LIBS) -lpthread
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux -Wall
 
@@ -54,7 +57,7 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/user
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
 
 # Rebuilt from scratch: `ar r` keeps members of deleted sources, which then shadow nothing but link stale code.
 $(BUILD)/libmmp.a: $(USER_OBJS)

@@ -98,14 +98,20 @@ struct mmp_tc_stats {
 	__u8 pad[3];
 };
 
+/* The TC programs' counters (mmp_tc_counters): enum, names and descriptions in one list. */
+#define MMP_TC_COUNTERS(X)                                                                          \
+	X(TRANSLATED, packets_translated, "packets rewritten from one connection into the other")      \
+	X(HELD, zero_window_segments, "proxy segments whose window was forced to 0 (hand-off hold)")  \
+	X(REDIRECT_FAILED, rewrite_failures, "packets whose rewrite or redirect failed")               \
+	X(NOT_TCP_OR_FRAGMENT, ipv4_fragments_passed, "IPv4 fragments passed untouched")               \
+	X(FREEZE_DROPS, freeze_drops, "peer segments dropped while the sockets froze")                 \
+	X(TUPLE_REUSED, tuples_reused_by_syn, "SYNs that reused an ended flow's tuple")                \
+	X(ICMP_TRANSLATED, icmp_errors_translated, "ICMP errors about conn1 segments turned into the upstream's")
+
 enum mmp_tc_counter {
-	MMP_TC_CNT_TRANSLATED,
-	MMP_TC_CNT_HELD, /* proxy segments whose window was forced to 0 */
-	MMP_TC_CNT_REDIRECT_FAILED,
-	MMP_TC_CNT_NOT_TCP_OR_FRAGMENT, /* IPv4 fragments: passed untouched */
-	MMP_TC_CNT_FREEZE_DROPS, /* peer segments dropped while freezing */
-	MMP_TC_CNT_TUPLE_REUSED, /* a SYN reused an ended flow's tuple */
-	MMP_TC_CNT_ICMP_TRANSLATED, /* ICMP errors about conn1 segments turned into the upstream's */
+#define MMP_TC_X_ENUM(id, name, desc) MMP_TC_CNT_##id,
+	MMP_TC_COUNTERS(MMP_TC_X_ENUM)
+#undef MMP_TC_X_ENUM
 	MMP_TC_CNT_MAX,
 };
 

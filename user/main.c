@@ -17,9 +17,11 @@
 #include "cli/options.h"
 #include "lib/config.h"
 #include "lib/log.h"
+#include "metrics/http.h"
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
+#include "cli/stats_json.h"
 #include "core/counters.h"
 #include "engine/engine.h"
 #include "udp/udp.h"
@@ -50,6 +52,7 @@ static int run(const struct mmp_config *cfg)
 {
 	static struct mmp_counters counters;
 	struct mmp_policy *policy = NULL;
+	struct mmp_metrics *metrics = NULL;
 	struct mmp_engines engines = { 0 };
 	struct mmp_worker *workers = NULL;
 	char addr[MMP_ADDRSTRLEN];
@@ -72,6 +75,12 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
 		return err;
+	/* Scrapes read the pins (docs/DESIGN.md §6), so one server serves both modes. */
+	if (cfg->metrics) {
+		err = mmp_metrics_start(&cfg->metrics_addr, cfg->pin_dir, policy, &metrics);
+		if (err)
+			goto out_policy;
+	}
 
 	if (cfg->protocol == IPPROTO_UDP) {
 		err = mmp_udp_run(cfg, policy, &sigs);
@@ -128,6 +137,7 @@ out_counters:
 out_engines:
 	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
+	mmp_metrics_stop(metrics);
 	mmp_policy_close(policy);
 	return err;
 }
@@ -156,6 +166,10 @@ int main(int argc, char **argv)
 	case MMP_CMD_CLEANUP:
 		return mmp_cleanup_command(cfg.pin_dir);
 	case MMP_CMD_STATS:
+		if (cfg.stats_watch)
+			return mmp_stats_watch(cfg.pin_dir);
+		if (cfg.stats_json)
+			return mmp_stats_json_command(cfg.pin_dir);
 		return mmp_stats_command(cfg.pin_dir);
 	case MMP_CMD_SETUP_ROUTING:
 		return mmp_routing_setup(cfg.route_table) ? 1 : 0;

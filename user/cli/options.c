@@ -27,6 +27,9 @@ enum long_only_opts {
 	OPT_TC_IDLE,
 	OPT_TC_HANDOFF_DELAY,
 	OPT_DETACH,
+	OPT_METRICS,
+	OPT_JSON,
+	OPT_WATCH,
 	OPT_HELP,
 };
 
@@ -36,6 +39,7 @@ enum long_only_opts {
 #define CHECK ON(MMP_CMD_CHECK)
 #define ROUTING (ON(MMP_CMD_SETUP_ROUTING) | ON(MMP_CMD_CLEANUP_ROUTING))
 #define PINS (ON(MMP_CMD_STATS) | ON(MMP_CMD_CLEANUP))
+#define STATS ON(MMP_CMD_STATS)
 #define EVERY (~0u)
 
 /*
@@ -86,6 +90,10 @@ static const struct opt_desc {
 	{ "pin-dir", OPT_PIN_DIR, "DIR", RUN | CHECK | PINS,
 	  "bpffs directory for pinned maps (default " MMP_PIN_DIR_DEFAULT ")" },
 	{ "table", OPT_TABLE, "N", RUN | CHECK | ROUTING, "routing table for the transparent upstream (default 123)" },
+	{ "metrics", OPT_METRICS, "ADDR:PORT", RUN,
+	  "serve Prometheus metrics on http://ADDR:PORT/metrics (default: off)" },
+	{ "json", OPT_JSON, NULL, STATS, "one JSON object with stable keys (README: stats --json)" },
+	{ "watch", OPT_WATCH, NULL, STATS, "refresh every second with per-second rates, until Ctrl-C" },
 	{ "help", OPT_HELP, NULL, EVERY, "this text" },
 };
 
@@ -405,6 +413,17 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			break;
 		case OPT_DETACH:
 			cfg->detach = true;
+			break;
+		case OPT_METRICS:
+			if (parse_addr_opt("--metrics", optarg, &cfg->metrics_addr, 0))
+				return -EINVAL;
+			cfg->metrics = true;
+			break;
+		case OPT_JSON:
+			cfg->stats_json = true;
+			break;
+		case OPT_WATCH:
+			cfg->stats_watch = true;
 			break;
 		case OPT_UDP_HEADER:
 			if (!strcmp(optarg, "auto"))

@@ -57,6 +57,10 @@ struct mmp_config {
 	int tc_idle_timeout_s; /* 0: never */
 	int tc_handoff_delay_ms; /* a flow runs on splice this long before the hand-off; 0: at once */
 	bool detach; /* on exit, remove filters and pins even if spliced flows remain */
+	bool metrics; /* --metrics given */
+	struct sockaddr_storage metrics_addr; /* --metrics ADDR:PORT */
+	bool stats_json; /* stats --json */
+	bool stats_watch; /* stats --watch */
 	bool help; /* --help: print the command's options */
 };
 
