@@ -59,18 +59,22 @@ static int run(const struct mmp_config *cfg)
 	sigset_t sigs;
 	int err, sig, started = 0;
 
-	raise_nofile();
-	err = mmp_check_startup(cfg);
-	if (err)
-		return err;
-
-	/* Signals go to this thread only (sigwait below); workers inherit the mask. */
+	/*
+	 * Signals go to this thread only (sigwait below); workers inherit the
+	 * mask. Blocked first: a SIGHUP during the start-up checks (which may
+	 * take seconds) waits for the loop instead of killing the process.
+	 */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP); /* reload -a (systemctl reload) */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
+
+	raise_nofile();
+	err = mmp_check_startup(cfg);
+	if (err)
+		return err;
 
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
