@@ -27,30 +27,34 @@ static void make_key(const struct mmp_cidr *c, struct any_key *k)
 	memcpy(k->addr, c->addr, c->family == AF_INET ? 4 : 16);
 }
 
+/* Sorted by family, then key bytes: lookups while swapping are binary searches (65536 entries per family). */
+static int cmp_entry(const void *pa, const void *pb)
+{
+	const struct mmp_allow_entry *a = pa, *b = pb;
+	struct any_key ka, kb;
+
+	if (a->cidr.family != b->cidr.family)
+		return a->cidr.family < b->cidr.family ? -1 : 1;
+	make_key(&a->cidr, &ka);
+	make_key(&b->cidr, &kb);
+	return memcmp(&ka, &kb, sizeof(ka));
+}
+
 static bool set_has(const struct mmp_allow_set *set, int family, const struct any_key *k)
 {
-	size_t len = key_size(family);
+	struct mmp_allow_entry probe = { .cidr = { .family = family, .prefixlen = k->prefixlen } };
 
-	for (size_t i = 0; i < set->n; i++) {
-		struct any_key e;
-
-		if (set->v[i].cidr.family != family)
-			continue;
-		make_key(&set->v[i].cidr, &e);
-		if (!memcmp(&e, k, len))
-			return true;
-	}
-	return false;
+	memcpy(probe.cidr.addr, k->addr, family == AF_INET ? 4 : 16);
+	return bsearch(&probe, set->v, set->n, sizeof(*set->v), cmp_entry) != NULL;
 }
 
 static int collect(const struct mmp_cidr *cidr, unsigned int lineno, void *ctx)
 {
 	struct mmp_allow_set *set = ctx;
-	struct any_key k;
 
-	make_key(cidr, &k);
-	if (set_has(set, cidr->family, &k))
-		return 0; /* listed twice: one key */
+	/* Bounded before the sort (repeats count here): four times the per-family limit. */
+	if (set->n >= 4 * (size_t)MMP_ALLOW_MAX_ENTRIES)
+		return -E2BIG;
 	if (set->n == set->cap) {
 		size_t cap = set->cap ? set->cap * 2 : 64;
 		void *v = realloc(set->v, cap * sizeof(*set->v));
@@ -61,13 +65,30 @@ static int collect(const struct mmp_cidr *cidr, unsigned int lineno, void *ctx)
 		set->cap = cap;
 	}
 	set->v[set->n++] = (struct mmp_allow_entry){ .cidr = *cidr, .line = lineno };
-	if (cidr->family == AF_INET)
-		set->n4++;
-	else
-		set->n6++;
-	if (set->n4 > MMP_ALLOW_MAX_ENTRIES || set->n6 > MMP_ALLOW_MAX_ENTRIES)
-		return -E2BIG;
 	return 0;
+}
+
+/* Sort, drop repeated prefixes (the first line listing one names it), count per family. */
+static int normalise(struct mmp_allow_set *set)
+{
+	size_t out = 0;
+
+	if (set->n)
+		qsort(set->v, set->n, sizeof(*set->v), cmp_entry);
+	for (size_t i = 0; i < set->n; i++) {
+		if (out && !cmp_entry(&set->v[out - 1], &set->v[i])) {
+			if (set->v[i].line < set->v[out - 1].line)
+				set->v[out - 1].line = set->v[i].line;
+			continue;
+		}
+		set->v[out++] = set->v[i];
+		if (set->v[i].cidr.family == AF_INET)
+			set->n4++;
+		else
+			set->n6++;
+	}
+	set->n = out;
+	return set->n4 > MMP_ALLOW_MAX_ENTRIES || set->n6 > MMP_ALLOW_MAX_ENTRIES ? -E2BIG : 0;
 }
 
 int mmp_allow_set_read(const char *path, struct mmp_allow_set *set, char *why, size_t why_len)
@@ -76,6 +97,8 @@ int mmp_allow_set_read(const char *path, struct mmp_allow_set *set, char *why, s
 
 	memset(set, 0, sizeof(*set));
 	n = mmp_allowlist_parse(path, collect, set, why, why_len);
+	if (n >= 0)
+		n = normalise(set);
 	if (n == -E2BIG)
 		snprintf(why, why_len, "%s: more than %u subnets of one family (merge them into wider prefixes)", path,
 			 MMP_ALLOW_MAX_ENTRIES);
@@ -84,6 +107,11 @@ int mmp_allow_set_read(const char *path, struct mmp_allow_set *set, char *why, s
 		return n;
 	}
 	return 0;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct any_key));
 }
 
 /* Every key one map holds now (the old list), so a failed insert can be undone. */
@@ -108,17 +136,17 @@ static int snapshot(int fd, int family, struct any_key **out, size_t *n_out)
 		k = v[n++];
 		prev = &k;
 	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_key);
 	*out = v;
 	*n_out = n;
 	return 0;
 }
 
+/* The old keys are sorted (snapshot) and zero-padded, so one memcmp compares either family. */
 static bool list_has(const struct any_key *v, size_t n, const struct any_key *k, size_t len)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!memcmp(&v[i], k, len))
-			return true;
-	return false;
+	return n && bsearch(k, v, n, sizeof(*v), cmp_key) != NULL;
 }
 
 int mmp_allow_set_apply(const struct mmp_allow_set *set, int fd4, int fd6, struct mmp_allow_change *chg, char *why,
