@@ -107,6 +107,16 @@ refused=$(grep -c 'not allowed' "$MMP_LOG")
 case_note "$ok connections, $bad failed, 50 reloads; 'not allowed' lines in the whole log: $refused (38a/38b's)"
 case_end
 
+# tc: a flow leaves mmp_tc_flows once both FINs (or a reset) went through and
+# it lingered 2 s; wait for that, so that the exit removes every pin.
+if [[ $MMP_ENGINE == tc || $MMP_ENGINE == auto ]]; then
+	for ((i = 0; i < 100; i++)); do
+		n=$(bpftool -j map dump pinned "$MMP_PINDIR/mmp_tc_flows" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null)
+		[[ ${n:-0} == 0 ]] && break
+		sleep 0.1
+	done
+	[[ ${n:-0} == 0 ]] || echo "# t38: $n tc flows still held before the stop: $("$MMP_BIN" stats --pin-dir "$MMP_PINDIR" 2>&1 | grep -A4 '^  flow' | head -12 | tr '\n' ' ')"
+fi
 mmp_stop
 case_lifecycle
 t_finish
