@@ -25,7 +25,10 @@ CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers 
 LIBBPF_CFLAGS := $(shell pkg-config --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS   := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf)
 LIBXDP_LIBS   := $(shell pkg-config --libs libxdp 2>/dev/null || echo -lxdp)
-LDLIBS   += $(LIBXDP_LIBS) $(LIBBPF_LIBS) -lpthread
+# --metrics: libmicrohttpd (Debian libmicrohttpd-dev).
+MHD_CFLAGS    := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS      := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+LDLIBS   += $(LIBXDP_LIBS) $(LIBBPF_LIBS) $(MHD_LIBS) -lpthread
 # sd_notify for Type=notify units (user/lib/notify.c); without libsystemd-dev, notifications are no-ops.
 SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null)
 ifneq ($(SYSTEMD_LIBS),)
@@ -66,7 +69,7 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/user
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
 
 # Rebuilt from scratch: `ar r` keeps members of deleted sources, which then shadow nothing but link stale code.
 $(BUILD)/libmmp.a: $(USER_OBJS)

@@ -104,14 +104,23 @@ struct mmp_sockdir {
 	__u64 forwarded; /* written by userspace only: held-back bytes it forwarded */
 };
 
+/*
+ * The sockmap verdict's counters (mmp_cnt): one list gives the enum, the
+ * names `stats` and the metrics endpoint print, and their descriptions.
+ */
+#define MMP_SOCKMAP_COUNTERS(X)                                                               \
+	X(REDIRECTED_BYTES, redirected_bytes, "bytes redirected from one socket to its peer")      \
+	X(PASSED_BYTES, held_back_bytes, "bytes held back over the budget (forwarded later)")     \
+	X(HEADER_BYTES, header_bytes_stripped, "PROXY header bytes stripped in the kernel")       \
+	X(PAUSES, backpressure_pauses, "times a direction paused for backpressure")               \
+	X(NO_FLOW, verdicts_without_flow, "verdicts for a socket without a flow entry")           \
+	X(REDIRECT_FAILED, strip_failures, "redirects or header strips that failed")             \
+	X(DUPLICATE_BYTES, duplicate_bytes_dropped, "bytes the kernel handed to the verdict twice")
+
 enum mmp_counter {
-	MMP_CNT_REDIRECTED_BYTES,
-	MMP_CNT_PASSED_BYTES, /* held back over budget */
-	MMP_CNT_HEADER_BYTES, /* PROXY header bytes stripped in the kernel */
-	MMP_CNT_PAUSES,
-	MMP_CNT_NO_FLOW, /* verdict for a socket without a flow entry */
-	MMP_CNT_REDIRECT_FAILED,
-	MMP_CNT_DUPLICATE_BYTES, /* the kernel handed bytes to the verdict twice */
+#define MMP_SOCKMAP_X_ENUM(id, name, desc) MMP_CNT_##id,
+	MMP_SOCKMAP_COUNTERS(MMP_SOCKMAP_X_ENUM)
+#undef MMP_SOCKMAP_X_ENUM
 	MMP_CNT_MAX,
 };
 

@@ -24,6 +24,8 @@
 #include "cli/routing.h"
 #include "cli/stats.h"
 #include "policy/xdp_gate.h"
+#include "metrics/http.h"
+#include "cli/stats_json.h"
 #include "core/counters.h"
 #include "engine/engine.h"
 #include "udp/udp.h"
@@ -55,6 +57,7 @@ static int run(const struct mmp_config *cfg)
 	static struct mmp_counters counters;
 	struct mmp_policy *policy = NULL;
 	struct mmp_xdp_gate *gate = NULL;
+	struct mmp_metrics *metrics = NULL;
 	struct mmp_engines engines = { 0 };
 	struct mmp_worker *workers = NULL;
 	struct mmp_instance_lock lock;
@@ -62,17 +65,22 @@ static int run(const struct mmp_config *cfg)
 	sigset_t sigs;
 	int err, sig, started = 0;
 
+	/*
+	 * Signals go to this thread only (sigwait below); workers inherit the
+	 * mask. Blocked first: a SIGHUP during the start-up checks (which may
+	 * take seconds) waits for the loop instead of killing the process.
+	 */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP); /* reload -a (systemctl reload) */
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
+
 	raise_nofile();
 	err = mmp_check_startup(cfg);
 	if (err)
 		return err;
-
-	/* Signals go to this thread only (sigwait below); workers inherit the mask. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
 
 	/* Before any pin or filter: nothing of another instance is touched when we are refused. */
 	err = mmp_instance_lock(cfg, &lock);
@@ -86,6 +94,12 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_xdp_gate_open(cfg, &gate);
 	if (err)
 		goto out_policy;
+	/* Scrapes read the pins (docs/DESIGN.md §6), so one server serves both modes. */
+	if (cfg->metrics) {
+		err = mmp_metrics_start(&cfg->metrics_addr, cfg->pin_dir, policy, &metrics);
+		if (err)
+			goto out_policy;
+	}
 
 	if (cfg->protocol == IPPROTO_UDP) {
 		err = mmp_udp_run(cfg, policy, &sigs);
@@ -120,13 +134,15 @@ static int run(const struct mmp_config *cfg)
 		mmp_fmt_addr((const void *)&cfg->target6, (char[MMP_ADDRSTRLEN]){ 0 }));
 
 	mmp_notify_ready("listening (tcp)");
-	/* Until a signal: the totals to mmp_tcp_cnt once a second, for stats. */
+	/* Until SIGINT/SIGTERM: the totals to mmp_tcp_cnt once a second, for stats; SIGHUP reloads -a. */
 	for (;;) {
 		struct timespec second = { .tv_sec = 1 };
 
 		mmp_counters_publish(&counters);
 		sig = sigtimedwait(&sigs, NULL, &second);
-		if (sig > 0)
+		if (sig == SIGHUP)
+			mmp_policy_reload(policy);
+		else if (sig > 0)
 			break;
 	}
 	mmp_notify_stopping();
@@ -142,6 +158,7 @@ out_counters:
 out_engines:
 	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
+	mmp_metrics_stop(metrics);
 	mmp_xdp_gate_close(gate);
 	mmp_policy_close(policy);
 out_lock:
@@ -173,6 +190,10 @@ int main(int argc, char **argv)
 	case MMP_CMD_CLEANUP:
 		return mmp_cleanup_command(&cfg);
 	case MMP_CMD_STATS:
+		if (cfg.stats_watch)
+			return mmp_stats_watch(cfg.pin_dir);
+		if (cfg.stats_json)
+			return mmp_stats_json_command(cfg.pin_dir);
 		return mmp_stats_cli(&cfg);
 	case MMP_CMD_SETUP_ROUTING:
 		return mmp_routing_setup(cfg.route_table) ? 1 : 0;

@@ -289,7 +289,7 @@ echo_via_proxy() {
 # ------------------------------------------------------------- the proxy --
 
 # mmp_cmdline [-l ADDR] [-4 ADDR] [-6 ADDR] [-a FILE] [-m MARK] [--listeners N]
-#             [--header-timeout S] [--connect-timeout S] [--xdp-iface IF] [--xdp-mode M]
+#             [--header-timeout S] [--connect-timeout S] [--xdp-iface IF] [--xdp-mode M] [--metrics ADDR:PORT]
 # Builds MMP_CMD for the binary under test: one place knows both CLIs.
 # mmproxy-bpf: `run`, go-mmproxy's flags, --pin-dir, --engine.
 # go-mmproxy: no `run`, -allowed-subnets/-mark/-listeners; it has no header or
@@ -297,7 +297,7 @@ echo_via_proxy() {
 MMP_STARTS=0
 mmp_cmdline() {
 	local listen="127.0.0.1:$PROXY_PORT" v4="127.0.0.1:$UP_PORT" v6="[::1]:$UP_PORT"
-	local allow="" mark="" listeners="" ht="" ct="" xdp_if="" xdp_mode=""
+	local allow="" mark="" listeners="" ht="" ct="" xdp_if="" xdp_mode="" metrics=""
 	while (($#)); do
 		case $1 in
 		-l) listen=$2 ;;
@@ -310,6 +310,7 @@ mmp_cmdline() {
 		--connect-timeout) ct=$2 ;;
 		--xdp-iface) xdp_if=$2 ;;
 		--xdp-mode) xdp_mode=$2 ;;
+		--metrics) metrics=$2 ;;
 		*)
 			echo "mmp_cmdline: unknown option $1" >&2
 			return 1
@@ -332,6 +333,7 @@ mmp_cmdline() {
 		[[ -n $ct ]] && MMP_CMD+=(--connect-timeout "$ct")
 		[[ -n $xdp_if ]] && MMP_CMD+=(--xdp-iface "$xdp_if")
 		[[ -n $xdp_mode ]] && MMP_CMD+=(--xdp-mode "$xdp_mode")
+		[[ -n $metrics ]] && MMP_CMD+=(--metrics "$metrics")
 	else
 		MMP_CMD=("$MMP_BIN" -l "$listen" -4 "$v4" -6 "$v6" -v "$MMP_VERBOSITY")
 		[[ -n $allow ]] && MMP_CMD+=(-allowed-subnets "$allow")
@@ -339,6 +341,7 @@ mmp_cmdline() {
 		[[ -n $listeners ]] && MMP_CMD+=(-listeners "$listeners")
 		[[ -n $ht ]] && MMP_DROPPED+=(--header-timeout)
 		[[ -n $ct ]] && MMP_DROPPED+=(--connect-timeout)
+		[[ -n $metrics ]] && MMP_DROPPED+=(--metrics)
 	fi
 	return 0
 }

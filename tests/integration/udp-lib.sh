@@ -72,13 +72,13 @@ wait_udp_port() {
 	return 1
 }
 
-# udp_mmp_start [--udp-header M] [-c S] [-a FILE] [-l ADDR] [--listeners N] [-m MARK] [-v N]:
+# udp_mmp_start [--udp-header M] [-c S] [-a FILE] [-l ADDR] [--listeners N] [-m MARK] [-v N] [--metrics ADDR:PORT]:
 # start the proxy in UDP mode in the proxy namespace; sets what lib.sh's
 # mmp_stop and case_lifecycle use (MMP_PID, MMP_LOG, MMP_PINDIR, MMP_STARTS).
 # UDP_WRAP (an array) is put in front of the command, e.g. (prlimit --nofile=N:N --).
 UDP_WRAP=()
 udp_mmp_start() {
-	local listen="[::]:$PROXY_PORT" mode="" close="" allow="" listeners="" mark="" verbosity=$MMP_VERBOSITY
+	local listen="[::]:$PROXY_PORT" mode="" close="" allow="" listeners="" mark="" metrics="" verbosity=$MMP_VERBOSITY
 	while (($#)); do
 		case $1 in
 		--udp-header) mode=$2 ;;
@@ -88,6 +88,7 @@ udp_mmp_start() {
 		--listeners) listeners=$2 ;;
 		-m) mark=$2 ;;
 		-v) verbosity=$2 ;;
+		--metrics) metrics=$2 ;;
 		*)
 			MMP_START_ERR="udp_mmp_start: unknown option $1"
 			return 1
@@ -106,6 +107,7 @@ udp_mmp_start() {
 		[[ -n $allow ]] && MMP_CMD+=(-a "$allow")
 		[[ -n $listeners ]] && MMP_CMD+=(--listeners "$listeners")
 		[[ -n $mark ]] && MMP_CMD+=(-m "$mark")
+		[[ -n $metrics ]] && MMP_CMD+=(--metrics "$metrics")
 	else
 		MMP_CMD=("$MMP_BIN" -p udp -l "$listen" -4 "127.0.0.1:$UP_PORT" -6 "[::1]:$UP_PORT" -v "$verbosity")
 		[[ -n $close ]] && MMP_CMD+=(-close-after "$close")

@@ -31,6 +31,9 @@ enum long_only_opts {
 	OPT_ALL,
 	OPT_XDP_IFACE,
 	OPT_XDP_MODE,
+	OPT_METRICS,
+	OPT_JSON,
+	OPT_WATCH,
 	OPT_HELP,
 };
 
@@ -40,6 +43,7 @@ enum long_only_opts {
 #define CHECK ON(MMP_CMD_CHECK)
 #define ROUTING (ON(MMP_CMD_SETUP_ROUTING) | ON(MMP_CMD_CLEANUP_ROUTING))
 #define PINS (ON(MMP_CMD_STATS) | ON(MMP_CMD_CLEANUP))
+#define STATS ON(MMP_CMD_STATS)
 #define EVERY (~0u)
 
 /*
@@ -96,6 +100,10 @@ static const struct opt_desc {
 	  "and -l, e.g. tcp-0_0_0_0-8443; stats and cleanup: the only instance found there)" },
 	{ "all", OPT_ALL, NULL, PINS, "stats, cleanup: every instance found under " MMP_PIN_ROOT },
 	{ "table", OPT_TABLE, "N", RUN | CHECK | ROUTING, "routing table for the transparent upstream (default 123)" },
+	{ "metrics", OPT_METRICS, "ADDR:PORT", RUN,
+	  "serve Prometheus metrics on http://ADDR:PORT/metrics (default: off)" },
+	{ "json", OPT_JSON, NULL, STATS, "one JSON object with stable keys (README: stats --json)" },
+	{ "watch", OPT_WATCH, NULL, STATS, "refresh every second with per-second rates, until Ctrl-C" },
 	{ "help", OPT_HELP, NULL, EVERY, "this text" },
 };
 
@@ -436,6 +444,17 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 				cfg->xdp_mode = MMP_XDP_MODE_SKB;
 			else
 				return bad_option("--xdp-mode", optarg, "expected native or skb");
+			break;
+		case OPT_METRICS:
+			if (parse_addr_opt("--metrics", optarg, &cfg->metrics_addr, 0))
+				return -EINVAL;
+			cfg->metrics = true;
+			break;
+		case OPT_JSON:
+			cfg->stats_json = true;
+			break;
+		case OPT_WATCH:
+			cfg->stats_watch = true;
 			break;
 		case OPT_UDP_HEADER:
 			if (!strcmp(optarg, "auto"))

@@ -24,13 +24,9 @@
 #include "udp/udp_stats.h"
 
 static const char *const counter_names[MMP_CNT_MAX] = {
-	[MMP_CNT_REDIRECTED_BYTES] = "redirected_bytes",
-	[MMP_CNT_PASSED_BYTES] = "held_back_bytes",
-	[MMP_CNT_HEADER_BYTES] = "header_bytes_stripped",
-	[MMP_CNT_PAUSES] = "backpressure_pauses",
-	[MMP_CNT_NO_FLOW] = "verdicts_without_flow",
-	[MMP_CNT_REDIRECT_FAILED] = "strip_failures",
-	[MMP_CNT_DUPLICATE_BYTES] = "duplicate_bytes_dropped",
+#define X(id, name, desc) [MMP_CNT_##id] = #name,
+	MMP_SOCKMAP_COUNTERS(X)
+#undef X
 };
 
 static const struct mmp_counter_name tcp_names[MMP_TCP_CNT_MAX] = {
@@ -131,17 +127,9 @@ static const char *fmt_tuple(const struct mmp_tc_tuple *t, char *buf, size_t len
 static void print_tc_counters(int fd)
 {
 	static const char *const names[MMP_TC_CNT_MAX] = {
-		[MMP_TC_CNT_TRANSLATED] = "packets_translated",
-		[MMP_TC_CNT_HELD] = "zero_window_segments",
-		[MMP_TC_CNT_REDIRECT_FAILED] = "rewrite_failures",
-		[MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = "ipv4_fragments_passed",
-		[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
-		[MMP_TC_CNT_TUPLE_REUSED] = "tuples_reused_by_syn",
-		[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_errors_translated",
-		[MMP_TC_CNT_RST_DROPPED] = "rsts_out_of_window_dropped",
-		[MMP_TC_CNT_RST_CHALLENGED] = "rsts_in_window_passed",
-		[MMP_TC_CNT_SYN_CHALLENGED] = "syns_on_live_flows_passed",
-		[MMP_TC_CNT_WRONG_IFACE] = "packets_on_another_interface",
+#define X(id, name, desc) [MMP_TC_CNT_##id] = #name,
+		MMP_TC_COUNTERS(X)
+#undef X
 	};
 	printf("tc counters:\n");
 	for (uint32_t i = 0; i < MMP_TC_CNT_MAX; i++) {

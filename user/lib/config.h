@@ -69,6 +69,10 @@ struct mmp_config {
 	int n_xdp_ifaces;
 	enum mmp_xdp_mode xdp_mode;
 	bool detach; /* on exit, remove filters and pins even if spliced flows remain */
+	bool metrics; /* --metrics given */
+	struct sockaddr_storage metrics_addr; /* --metrics ADDR:PORT */
+	bool stats_json; /* stats --json */
+	bool stats_watch; /* stats --watch */
 	bool help; /* --help: print the command's options */
 };
 

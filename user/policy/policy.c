@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 #include <linux/magic.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "proto/allowlist.h"
+#include "policy/allow_set.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "lib/pins.h"
@@ -31,6 +32,8 @@ struct mmp_policy {
 	bool locked; /* we hold the pin directory's lock */
 	int allow4_fd, allow6_fd;
 	bool restrict_sources; /* false without -a: allow everything */
+	char allowed_path[PATH_MAX]; /* -a, re-read on SIGHUP */
+	atomic_ulong reloads_ok, reloads_failed;
 };
 
 static bool is_bpffs(const char *path)
@@ -123,28 +126,23 @@ static int lock_pin_dir(struct mmp_policy *p)
 	return 0;
 }
 
-static int add_cidr(const struct mmp_cidr *cidr, unsigned int lineno, void *ctx)
+static void log_counts(const char *what, const struct mmp_policy *p, const struct mmp_allow_set *set,
+		       const struct mmp_allow_change *chg)
 {
-	struct mmp_policy *p = ctx;
-	struct mmp_allow_value val = { .line = lineno };
-	int err;
+	pr_info("%s %s: %u IPv4 and %u IPv6 subnets (%u added, %u removed) in %s/{%s,%s}", what, p->allowed_path,
+		set->n4, set->n6, chg->added, chg->removed, p->pin_dir, MMP_ALLOW4_MAP, MMP_ALLOW6_MAP);
+	if (set->n4 + set->n6 == 0)
+		pr_err("warning: %s lists no subnets: every connection will be refused", p->allowed_path);
+}
 
-	if (cidr->family == AF_INET) {
-		struct mmp_allow4_key k = { .prefixlen = cidr->prefixlen };
+/* Read, validate, then swap (policy/allow_set.h says why there is no gap). */
+static int load_file(struct mmp_policy *p, struct mmp_allow_set *set, struct mmp_allow_change *chg, char *why,
+		     size_t why_len)
+{
+	int err = mmp_allow_set_read(p->allowed_path, set, why, why_len);
 
-		memcpy(k.addr, cidr->addr, 4);
-		err = bpf_map_update_elem(p->allow4_fd, &k, &val, BPF_ANY);
-	} else {
-		struct mmp_allow6_key k = { .prefixlen = cidr->prefixlen };
-
-		memcpy(k.addr, cidr->addr, 16);
-		err = bpf_map_update_elem(p->allow6_fd, &k, &val, BPF_ANY);
-	}
-	if (err) {
-		err = -errno;
-		pr_err("line %u: failed to add subnet to %s: %s", lineno,
-		       cidr->family == AF_INET ? MMP_ALLOW4_MAP : MMP_ALLOW6_MAP, strerror(-err));
-	}
+	if (!err)
+		err = mmp_allow_set_apply(set, p->allow4_fd, p->allow6_fd, chg, why, why_len);
 	return err;
 }
 
@@ -182,17 +180,19 @@ int mmp_policy_open(const char *pin_dir, const char *allowed_path, struct mmp_po
 		goto fail;
 
 	if (allowed_path) {
-		int n = mmp_allowlist_read(allowed_path, add_cidr, p);
+		struct mmp_allow_set set;
+		struct mmp_allow_change chg;
+		char why[512];
 
-		if (n < 0) {
-			err = n;
+		snprintf(p->allowed_path, sizeof(p->allowed_path), "%s", allowed_path);
+		err = load_file(p, &set, &chg, why, sizeof(why));
+		if (err) {
+			pr_err("%s", why);
 			goto fail;
 		}
-		if (n == 0)
-			pr_err("warning: %s lists no subnets: every connection will be refused", allowed_path);
 		p->restrict_sources = true;
-		pr_info("loaded %d allowed subnets from %s into %s/{%s,%s}", n, allowed_path, p->pin_dir,
-			MMP_ALLOW4_MAP, MMP_ALLOW6_MAP);
+		log_counts("loaded", p, &set, &chg);
+		mmp_allow_set_free(&set);
 	} else {
 		pr_err("warning: no allowed-subnets file (-a): connections from every source are accepted");
 	}
@@ -201,6 +201,36 @@ int mmp_policy_open(const char *pin_dir, const char *allowed_path, struct mmp_po
 fail:
 	mmp_policy_close(p);
 	return err;
+}
+
+int mmp_policy_reload(struct mmp_policy *p)
+{
+	struct mmp_allow_set set;
+	struct mmp_allow_change chg;
+	char why[512];
+	int err;
+
+	if (!p->restrict_sources) {
+		pr_info("reload: no allowed-subnets file (-a) was given at start: every source stays allowed");
+		return 0;
+	}
+	err = load_file(p, &set, &chg, why, sizeof(why));
+	if (err) {
+		atomic_fetch_add(&p->reloads_failed, 1);
+		pr_err("reload failed, the previous allowed subnets stay in force: %s (fix the file, then send SIGHUP again)",
+		       why);
+		return err;
+	}
+	atomic_fetch_add(&p->reloads_ok, 1);
+	log_counts("reloaded", p, &set, &chg);
+	mmp_allow_set_free(&set);
+	return 0;
+}
+
+void mmp_policy_reloads(const struct mmp_policy *p, uint64_t *ok, uint64_t *failed)
+{
+	*ok = atomic_load(&p->reloads_ok);
+	*failed = atomic_load(&p->reloads_failed);
 }
 
 bool mmp_policy_allowed(const struct mmp_policy *p, const struct sockaddr *sa)

@@ -8,6 +8,7 @@
 #define MMP_POLICY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 struct mmp_policy;
@@ -18,6 +19,16 @@ struct mmp_policy;
  * or a negative errno after logging the cause and the fix.
  */
 int mmp_policy_open(const char *pin_dir, const char *allowed_path, struct mmp_policy **out);
+
+/*
+ * Re-read the -a file (SIGHUP): parse and validate all of it, then swap the
+ * maps' contents without a gap (policy/allow_set.h). A bad file leaves the
+ * old list in force and logs one line naming the line and the fix. Counted
+ * (mmp_policy_reloads). Main thread only. Returns 0 or a negative errno.
+ */
+int mmp_policy_reload(struct mmp_policy *p);
+/* Reloads so far that took effect / were refused. */
+void mmp_policy_reloads(const struct mmp_policy *p, uint64_t *ok, uint64_t *failed);
 
 /* True when the load balancer address sa may connect. Thread-safe. */
 bool mmp_policy_allowed(const struct mmp_policy *p, const struct sockaddr *sa);

@@ -75,7 +75,7 @@ int mmp_cidr_parse_line(char *line, struct mmp_cidr *out, const char **reason)
 	return 1;
 }
 
-int mmp_allowlist_read(const char *path, mmp_cidr_cb cb, void *ctx)
+int mmp_allowlist_parse(const char *path, mmp_cidr_cb cb, void *ctx, char *why, size_t why_len)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -83,10 +83,12 @@ int mmp_allowlist_read(const char *path, mmp_cidr_cb cb, void *ctx)
 	int count = 0, err = 0;
 	FILE *f;
 
+	why[0] = '\0';
 	f = fopen(path, "re");
 	if (!f) {
 		err = -errno;
-		pr_err("failed to open allowed-subnets file %s: %s (check the -a path)", path, strerror(-err));
+		snprintf(why, why_len, "failed to open allowed-subnets file %s: %s (check the -a path)", path,
+			 strerror(-err));
 		return err;
 	}
 	while (getline(&line, &cap, f) != -1) {
@@ -97,23 +99,36 @@ int mmp_allowlist_read(const char *path, mmp_cidr_cb cb, void *ctx)
 		lineno++;
 		ret = mmp_cidr_parse_line(line, &cidr, &reason);
 		if (ret < 0) {
-			pr_err("%s:%u: %s", path, lineno, reason);
+			snprintf(why, why_len, "%s:%u: %s", path, lineno, reason);
 			err = ret;
 			goto out;
 		}
 		if (ret == 0)
 			continue;
 		err = cb(&cidr, lineno, ctx);
-		if (err)
+		if (err) {
+			if (!why[0])
+				snprintf(why, why_len, "%s:%u: %s", path, lineno, strerror(-err));
 			goto out;
+		}
 		count++;
 	}
 	if (ferror(f)) {
 		err = -EIO;
-		pr_err("failed to read allowed-subnets file %s: %s", path, strerror(EIO));
+		snprintf(why, why_len, "failed to read allowed-subnets file %s: %s", path, strerror(EIO));
 	}
 out:
 	free(line);
 	fclose(f);
 	return err ? err : count;
+}
+
+int mmp_allowlist_read(const char *path, mmp_cidr_cb cb, void *ctx)
+{
+	char why[512];
+	int n = mmp_allowlist_parse(path, cb, ctx, why, sizeof(why));
+
+	if (n < 0 && why[0])
+		pr_err("%s", why);
+	return n;
 }

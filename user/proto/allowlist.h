@@ -3,6 +3,7 @@
 #ifndef MMP_ALLOWLIST_H
 #define MMP_ALLOWLIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct mmp_cidr {
@@ -26,5 +27,12 @@ typedef int (*mmp_cidr_cb)(const struct mmp_cidr *cidr, unsigned int lineno, voi
  * returned as is. Returns the number of CIDRs read on success.
  */
 int mmp_allowlist_read(const char *path, mmp_cidr_cb cb, void *ctx);
+
+/*
+ * The same without logging: on failure the one-line message ("path:line:
+ * reason", or the open/read error) is written to why instead, so that a
+ * caller (a reload) can say what happens next on the same line.
+ */
+int mmp_allowlist_parse(const char *path, mmp_cidr_cb cb, void *ctx, char *why, size_t why_len);
 
 #endif

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include "lib/log.h"
 #include "lib/notify.h"
+#include "policy/policy.h"
 #include "udp/fast/udp_fast.h"
 #include "lib/sockaddr.h"
 #include "udp/udp.h"
@@ -104,8 +105,9 @@ static void log_totals(const struct mmp_udp_counters *c)
 	pr_info("udp drops:%s", line[1]);
 }
 
-/* Until a signal: the totals to mmp_udp_cnt once a second. Returns the signal. */
-static int wait_for_signal(struct udp_shared *sh, const struct udp_worker *w, int n, const sigset_t *sigs)
+/* Until SIGINT/SIGTERM: the totals to mmp_udp_cnt once a second; SIGHUP reloads -a. Returns the signal. */
+static int wait_for_signal(struct udp_shared *sh, struct mmp_policy *policy, const struct udp_worker *w, int n,
+			   const sigset_t *sigs)
 {
 	const struct timespec second = { .tv_sec = 1 };
 	struct mmp_udp_counters c;
@@ -113,6 +115,11 @@ static int wait_for_signal(struct udp_shared *sh, const struct udp_worker *w, in
 	for (;;) {
 		int sig = sigtimedwait(sigs, NULL, &second);
 
+		if (sig == SIGHUP) {
+			/* Only new flows are checked: an open flow keeps going until it idles out. */
+			mmp_policy_reload(policy);
+			continue;
+		}
 		if (sig > 0)
 			return sig;
 		sum_counters(sh, w, n, &c);
@@ -120,7 +127,7 @@ static int wait_for_signal(struct udp_shared *sh, const struct udp_worker *w, in
 	}
 }
 
-int mmp_udp_run(const struct mmp_config *cfg, const struct mmp_policy *policy, const sigset_t *sigs)
+int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const sigset_t *sigs)
 {
 	struct udp_shared sh = { .cfg = cfg, .policy = policy };
 	char l[MMP_ADDRSTRLEN], t4[MMP_ADDRSTRLEN], t6[MMP_ADDRSTRLEN];
@@ -184,7 +191,7 @@ int mmp_udp_run(const struct mmp_config *cfg, const struct mmp_policy *policy, c
 		mmp_fmt_addr((const void *)&cfg->target4, t4), mmp_fmt_addr((const void *)&cfg->target6, t6));
 
 	mmp_notify_ready("listening (udp)");
-	sig = wait_for_signal(&sh, w, cfg->listeners, sigs);
+	sig = wait_for_signal(&sh, policy, w, cfg->listeners, sigs);
 	mmp_notify_stopping();
 	pr_info("received %s: closing the udp listeners and flows", strsignal(sig));
 	err = 0;

@@ -13,6 +13,6 @@ struct mmp_policy;
  * blocked in every thread; wait for them with sigwait or a signalfd).
  * Returns 0 on a clean stop, or a negative errno after logging.
  */
-int mmp_udp_run(const struct mmp_config *cfg, const struct mmp_policy *policy, const sigset_t *sigs);
+int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const sigset_t *sigs);
 
 #endif

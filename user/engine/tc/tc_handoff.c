@@ -15,6 +15,7 @@
 #include "core/lifecycle.h"
 #include "core/conn.h"
 #include "core/counters.h"
+#include "core/histogram.h"
 #include "core/loop.h"
 #include "engine/tc/tc_internal.h"
 #include "lib/config.h"
@@ -418,6 +419,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	T(c)->holding = false;
 	took_us = (mmp_now_ns() - T(c)->start_ns) / 1000;
 	mmp_count(loop->counters, MMP_TCP_CNT_tc_flows, 1);
+	mmp_hist_record(&mmp_handoff_latency, took_us); /* mmproxy_handoff_duration_seconds */
 	pr_debug("tc engine: client %s spliced in the kernel after %llu us (seq +%u/+%u, wscale %u>%u %u>%u)",
 		 mmp_conn_client_name(c, a), (unsigned long long)took_us, flow.up.seq_delta, flow.down.seq_delta,
 		 flow.up.wscale_in, flow.up.wscale_out, flow.down.wscale_in, flow.down.wscale_out);

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+#include "core/histogram.h"
+#include "lib/log.h"
+#include "lib/sockaddr.h"
+#include "metrics/http.h"
+#include "metrics/prom.h"
+#include "metrics/snapshot.h"
+#include "policy/policy.h"
+
+struct mmp_metrics {
+	struct MHD_Daemon *d;
+	const char *pin_dir;
+	const struct mmp_policy *policy;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, const char *type, char *body,
+			     size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", type);
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static char *render(struct mmp_metrics *m, size_t *len)
+{
+	struct mmp_hist_snapshot h;
+	struct mmp_prom_extra x = { .handoff = &h };
+	struct mmp_snapshot s;
+	char *buf = NULL;
+	FILE *f;
+
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	mmp_snapshot_read(m->pin_dir, &s); /* -ENOENT early at start: the series that exist are served */
+	mmp_hist_read(&mmp_handoff_latency, &h);
+	mmp_policy_reloads(m->policy, &x.reloads_ok, &x.reloads_failed);
+	mmp_prom_write(f, &s, &x);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_len, void **state)
+{
+	struct mmp_metrics *m = cls;
+	size_t len = 0;
+	char *body;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		body = strdup("only GET is served\n");
+		return body ? reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", body, strlen(body)) : MHD_NO;
+	}
+	if (strcmp(url, "/metrics")) {
+		body = strdup("not found: the metrics are at /metrics\n");
+		return body ? reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", body, strlen(body)) : MHD_NO;
+	}
+	body = render(m, &len);
+	if (!body)
+		return MHD_NO;
+	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+}
+
+int mmp_metrics_start(const struct sockaddr_storage *addr, const char *pin_dir, const struct mmp_policy *policy,
+		      struct mmp_metrics **out)
+{
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	struct mmp_metrics *m = calloc(1, sizeof(*m));
+	char a[MMP_ADDRSTRLEN];
+	uint16_t port;
+
+	if (!m)
+		return -ENOMEM;
+	m->pin_dir = pin_dir;
+	m->policy = policy;
+	if (addr->ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	port = ntohs(addr->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)addr)->sin6_port
+						 : ((const struct sockaddr_in *)addr)->sin_port);
+	/* MHD's own thread: a slow scraper never holds up the signal loop or a listener. */
+	m->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, addr,
+				MHD_OPTION_CONNECTION_LIMIT, 16U, MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
+	if (!m->d) {
+		pr_err("failed to serve metrics on %s (is the port in use? choose another --metrics ADDR:PORT)",
+		       mmp_fmt_addr((const void *)addr, a));
+		free(m);
+		return -EADDRINUSE;
+	}
+	pr_info("serving Prometheus metrics on http://%s/metrics", mmp_fmt_addr((const void *)addr, a));
+	*out = m;
+	return 0;
+}
+
+void mmp_metrics_stop(struct mmp_metrics *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->d);
+	free(m);
+}

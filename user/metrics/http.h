@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * --metrics ADDR:PORT: GET /metrics in the Prometheus text format, served by
+ * libmicrohttpd on its own thread; every other path is a 404. Each scrape
+ * reads the pinned maps afresh (metrics/snapshot.h).
+ */
+#ifndef MMP_METRICS_HTTP_H
+#define MMP_METRICS_HTTP_H
+
+#include <sys/socket.h>
+
+struct mmp_policy;
+struct mmp_metrics;
+
+/* Start serving. Returns 0 with *out set, or a negative errno after logging the cause and the fix. */
+int mmp_metrics_start(const struct sockaddr_storage *addr, const char *pin_dir, const struct mmp_policy *policy,
+		      struct mmp_metrics **out);
+/* Stop and free. NULL is fine. */
+void mmp_metrics_stop(struct mmp_metrics *m);
+
+#endif

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "lib/percpu.h"
+#include "lib/pins.h"
+#include "metrics/snapshot.h"
+
+#define NAME3(id, name, desc) #name,
+#define DESC3(id, name, desc) desc,
+#define NAME_TCP(name, label, desc) #name,
+#define DESC_TCP(name, label, desc) desc,
+#define NAME_UDP(name, desc) #name,
+#define DESC_UDP(name, desc) desc,
+
+static const char *const tcp_names[] = { MMP_TCP_COUNTERS(NAME_TCP) };
+static const char *const tcp_descs[] = { MMP_TCP_COUNTERS(DESC_TCP) };
+static const char *const tc_names[] = { MMP_TC_COUNTERS(NAME3) };
+static const char *const tc_descs[] = { MMP_TC_COUNTERS(DESC3) };
+static const char *const sockmap_names[] = { MMP_SOCKMAP_COUNTERS(NAME3) };
+static const char *const sockmap_descs[] = { MMP_SOCKMAP_COUNTERS(DESC3) };
+static const char *const udp_names[] = { MMP_UDP_COUNTERS(NAME_UDP) };
+static const char *const udp_descs[] = { MMP_UDP_COUNTERS(DESC_UDP) };
+
+const struct mmp_family_desc mmp_families[MMP_FAM_MAX] = {
+	[MMP_FAM_TCP] = { "tcp", MMP_TCP_CNT_MAX, tcp_names, tcp_descs },
+	[MMP_FAM_TC] = { "tc", MMP_TC_CNT_MAX, tc_names, tc_descs },
+	[MMP_FAM_SOCKMAP] = { "sockmap", MMP_CNT_MAX, sockmap_names, sockmap_descs },
+	[MMP_FAM_UDP] = { "udp", MMP_UDP_CNT_MAX, udp_names, udp_descs },
+};
+
+_Static_assert(MMP_UDP_CNT_MAX <= 64 && MMP_TCP_CNT_MAX <= 64, "struct mmp_snapshot: v[][64] too small");
+
+/* An ARRAY of one struct of __u64 (mmp_tcp_cnt, mmp_udp_cnt). */
+static bool read_struct(int fd, uint64_t *v, size_t n)
+{
+	__u32 zero = 0;
+
+	return fd >= 0 && n && bpf_map_lookup_elem(fd, &zero, v) == 0;
+}
+
+static bool read_percpu(int fd, uint64_t *v, unsigned int n)
+{
+	if (fd < 0)
+		return false;
+	for (unsigned int i = 0; i < n; i++)
+		if (mmp_percpu_sum(fd, i, &v[i]))
+			v[i] = 0;
+	return true;
+}
+
+static uint64_t count_keys(int fd, size_t key_size)
+{
+	uint8_t key[64], next[64];
+	void *prev = NULL;
+	uint64_t n = 0;
+
+	while (key_size <= sizeof(key) && bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, key_size);
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+static void read_tc_flows(int flows_fd, int stats_fd, struct mmp_snapshot *s)
+{
+	uint64_t key, *prev = NULL;
+
+	while (bpf_map_get_next_key(flows_fd, prev, &key) == 0) {
+		struct mmp_tc_stats st;
+
+		prev = &key;
+		s->tc_flows++;
+		if (stats_fd >= 0 && bpf_map_lookup_elem(stats_fd, &key, &st) == 0)
+			for (int d = 0; d < 2; d++) {
+				s->tc_bytes[d] += st.bytes[d];
+				s->tc_packets[d] += st.packets[d];
+			}
+	}
+}
+
+static void read_sockmap_flows(int fd, struct mmp_snapshot *s)
+{
+	uint64_t key, *prev = NULL;
+	struct mmp_flow f;
+
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		prev = &key;
+		s->sockmap_flows++;
+		if (bpf_map_lookup_elem(fd, &key, &f) == 0) {
+			s->sockmap_bytes[0] += f.up.bytes;
+			s->sockmap_bytes[1] += f.down.bytes;
+		}
+	}
+}
+
+static void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+int mmp_snapshot_read(const char *pin_dir, struct mmp_snapshot *s)
+{
+	int tcp = mmp_open_pin(pin_dir, MMP_TCP_COUNTERS_MAP), udp = mmp_open_pin(pin_dir, MMP_UDP_COUNTERS_MAP);
+	int tc = mmp_open_pin(pin_dir, MMP_TC_COUNTERS_MAP), sm = mmp_open_pin(pin_dir, MMP_COUNTERS_MAP);
+	int a4 = mmp_open_pin(pin_dir, MMP_ALLOW4_MAP), a6 = mmp_open_pin(pin_dir, MMP_ALLOW6_MAP);
+	int tcf = mmp_open_pin(pin_dir, MMP_TC_FLOWS_MAP), tcs = mmp_open_pin(pin_dir, MMP_TC_STATS_MAP);
+	int smf = mmp_open_pin(pin_dir, MMP_FLOWS_MAP), udf = mmp_open_pin(pin_dir, MMP_UDP_FLOWS_MAP);
+	int xdp = mmp_open_pin(pin_dir, MMP_XDP_COUNTERS_MAP);
+	int err = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->has[MMP_FAM_TCP] = read_struct(tcp, s->v[MMP_FAM_TCP], MMP_TCP_CNT_MAX);
+	s->has[MMP_FAM_UDP] = read_struct(udp, s->v[MMP_FAM_UDP], MMP_UDP_CNT_MAX);
+	s->has[MMP_FAM_TC] = read_percpu(tc, s->v[MMP_FAM_TC], MMP_TC_CNT_MAX);
+	s->has[MMP_FAM_SOCKMAP] = read_percpu(sm, s->v[MMP_FAM_SOCKMAP], MMP_CNT_MAX);
+	if (a4 >= 0 && a6 >= 0) {
+		s->has_allow = true;
+		s->allow4 = count_keys(a4, sizeof(struct mmp_allow4_key));
+		s->allow6 = count_keys(a6, sizeof(struct mmp_allow6_key));
+	}
+	if ((s->has_tc_flows = tcf >= 0))
+		read_tc_flows(tcf, tcs, s);
+	if ((s->has_sockmap_flows = smf >= 0))
+		read_sockmap_flows(smf, s);
+	if ((s->has_udp_flows = udf >= 0))
+		s->udp_flows = count_keys(udf, sizeof(__u64));
+	if (xdp >= 0) {
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		/* Unknown layout from another part of the project: take it only as per-CPU __u64s. */
+		if (!bpf_obj_get_info_by_fd(xdp, &info, &len) && info.value_size == sizeof(__u64)) {
+			s->n_xdp = info.max_entries < MMP_SNAP_XDP_MAX ? info.max_entries : MMP_SNAP_XDP_MAX;
+			read_percpu(xdp, s->xdp, s->n_xdp);
+		}
+	}
+	if (a4 < 0 && tcp < 0 && udp < 0 && tcf < 0 && smf < 0)
+		err = -ENOENT;
+	close_fd(tcp), close_fd(udp), close_fd(tc), close_fd(sm), close_fd(a4), close_fd(a6);
+	close_fd(tcf), close_fd(tcs), close_fd(smf), close_fd(udf), close_fd(xdp);
+	return err;
+}
