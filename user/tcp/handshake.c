@@ -29,7 +29,6 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 {
 	char lb[MMP_ADDRSTRLEN];
 	struct mmp_conn *c;
-	int one = 1;
 
 	if (!mmp_policy_allowed(w->policy, (const struct sockaddr *)peer)) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_refused_source, 1);
@@ -44,7 +43,7 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 		close(fd);
 		return;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* No TCP_NODELAY here: an accepted socket inherits it from the listener (make_listener). */
 	pr_debug("accepted %s", mmp_fmt_addr((const struct sockaddr *)peer, lb));
 
 	/*
