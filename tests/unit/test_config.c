@@ -142,7 +142,7 @@ static void test_tc_identity(void **state)
 
 static void test_bad_values(void **state)
 {
-	char *cases[][5] = {
+	char *cases[][6] = { /* each row NULL-terminated: at most 5 words */
 		{ "mmproxy-bpf", "-l", "1.2.3.4", NULL }, /* no port */
 		{ "mmproxy-bpf", "-l", "1.2.3.4:70000", NULL },
 		{ "mmproxy-bpf", "-4", "[::1]:443", NULL }, /* IPv6 given to -4 */
