@@ -10,11 +10,12 @@
 #include "core/lifecycle.h"
 #include "core/loop.h"
 #include "engine/engine.h"
-#include "engine/splice/pipe_pool.h"
 #include "engine/splice/splice.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 
+/* Bytes a pipe may hold; F_SETPIPE_SZ raises it from 64 KiB when allowed. */
+#define PIPE_BYTES (256 * 1024)
 /* Rounds of read/write per event before yielding to other connections. */
 #define PUMP_ROUNDS 8
 
@@ -26,7 +27,8 @@ enum pump_result {
 
 /* One direction: bytes from src through a pipe to dst. */
 struct mmp_splice_dir {
-	struct mmp_pipe pipe;
+	int pipe_rd, pipe_wr; /* -1 while not open */
+	size_t cap; /* the pipe's size */
 	size_t in_pipe; /* bytes read from src not yet written to dst */
 	bool src_eof; /* src sent FIN */
 	bool dst_shut; /* FIN forwarded to dst after every byte */
@@ -42,21 +44,34 @@ static struct mmp_splice_dir *dir_of(const struct mmp_conn *c, int i)
 	return &((struct mmp_splice_conn *)c->ctx)->dir[i];
 }
 
-/* This loop's spare pipes; none when the engine runs without a loop (unit tests). */
-static struct mmp_pipe_pool *pool_of(const struct mmp_conn *c)
+static int open_pipe(struct mmp_splice_dir *d)
 {
-	return c->engine ? c->engine->worker : NULL;
+	int p[2], sz;
+
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC))
+		return -errno;
+	/* Best effort: a bigger pipe means fewer syscalls per byte on bulk flows. */
+	fcntl(p[1], F_SETPIPE_SZ, PIPE_BYTES);
+	sz = fcntl(p[1], F_GETPIPE_SZ);
+	d->cap = sz > 0 ? (size_t)sz : 65536;
+	d->pipe_rd = p[0];
+	d->pipe_wr = p[1];
+	return 0;
 }
 
-/* Closes only the pipes this engine opened (a context is born with every fd at -1); empty ones are kept. */
+/* Closes only the pipes this engine opened: a context is born with every fd at -1. */
 static void splice_release(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_splice_conn *s = c->ctx;
 
 	if (!s)
 		return;
-	for (int i = 0; i < 2; i++)
-		mmp_pipe_put(pool_of(c), &s->dir[i].pipe, s->dir[i].in_pipe == 0);
+	for (int i = 0; i < 2; i++) {
+		if (s->dir[i].pipe_rd >= 0)
+			close(s->dir[i].pipe_rd);
+		if (s->dir[i].pipe_wr >= 0)
+			close(s->dir[i].pipe_wr);
+	}
 	free(s);
 	c->ctx = NULL;
 }
@@ -73,13 +88,13 @@ static bool is_reset(int err)
  */
 static enum pump_result pump(struct mmp_splice_dir *d, int src, int dst)
 {
-	size_t cap = d->pipe.cap;
+	size_t cap = d->cap;
 
 	for (int round = 0; round < PUMP_ROUNDS; round++) {
 		ssize_t n;
 
 		if (d->in_pipe > 0) {
-			n = splice(d->pipe.rd, NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			n = splice(d->pipe_rd, NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n < 0) {
 				if (errno == EAGAIN)
 					return PUMP_OK; /* dst is full: wait for EPOLLOUT */
@@ -91,7 +106,7 @@ static enum pump_result pump(struct mmp_splice_dir *d, int src, int dst)
 		}
 		if (d->src_eof || d->in_pipe >= cap)
 			break;
-		n = splice(src, NULL, d->pipe.wr, NULL, cap - d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		n = splice(src, NULL, d->pipe_wr, NULL, cap - d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n < 0) {
 			if (errno == EAGAIN)
 				break;
@@ -118,7 +133,7 @@ static uint32_t interest(const struct mmp_splice_dir *rd, const struct mmp_splic
 {
 	uint32_t ev = 0;
 
-	if (!rd->src_eof && rd->in_pipe < rd->pipe.cap)
+	if (!rd->src_eof && rd->in_pipe < rd->cap)
 		ev |= EPOLLIN;
 	if (wr->in_pipe > 0)
 		ev |= EPOLLOUT;
@@ -169,12 +184,11 @@ static int splice_start(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_conn_close(loop, c, true, true);
 		return 0;
 	}
-	for (int i = 0; i < 2; i++)
-		s->dir[i].pipe = (struct mmp_pipe){ .rd = -1, .wr = -1 };
+	s->dir[0].pipe_rd = s->dir[0].pipe_wr = s->dir[1].pipe_rd = s->dir[1].pipe_wr = -1;
 	c->ctx = s;
-	err = mmp_pipe_get(pool_of(c), &s->dir[0].pipe);
+	err = open_pipe(&s->dir[0]);
 	if (!err)
-		err = mmp_pipe_get(pool_of(c), &s->dir[1].pipe);
+		err = open_pipe(&s->dir[1]);
 	if (err) {
 		pr_err("failed to create splice pipes: %s (raise the open-files limit)", strerror(-err));
 		mmp_conn_close(loop, c, true, true);
@@ -211,24 +225,8 @@ static void splice_drain_state(const struct mmp_conn *c, struct mmp_drain *d)
 	d->fin_seen = dir_of(c, 0)->src_eof || dir_of(c, 1)->src_eof;
 }
 
-static int splice_worker_open(struct mmp_engine *e, struct mmp_loop *loop)
-{
-	e->worker = calloc(1, sizeof(struct mmp_pipe_pool));
-	return e->worker ? 0 : -ENOMEM;
-}
-
-/* After every connection of the loop closed: their empty pipes are all here. */
-static void splice_worker_close(struct mmp_engine *e, struct mmp_loop *loop)
-{
-	mmp_pipe_pool_drain(e->worker);
-	free(e->worker);
-	e->worker = NULL;
-}
-
 const struct mmp_engine_ops mmp_splice_ops = {
 	.name = "splice",
-	.worker_open = splice_worker_open,
-	.worker_close = splice_worker_close,
 	.start = splice_start,
 	.event = splice_event,
 	.release = splice_release,
