@@ -133,7 +133,6 @@ if ((ok)); then
 	flow_start 2 "$T_TMP/c2-2.out" "$LONG" 25100 2M
 	tc_wait_spliced "$LOG_1" 0 "203.0.113.1:25000" 5 || case_fail "instance 1's long flow was not spliced: $TC_OUTCOME"
 	tc_wait_spliced "$LOG_2" 0 "203.0.113.1:25100" 5 || case_fail "instance 2's long flow was not spliced: $TC_OUTCOME"
-	pref1=$(tc -n "$TOPO_PROXY" filter show dev lo ingress | awk '/handle 0x4d4d/ {print $5}' | sort -u | head -n 1)
 	sleep 0.5
 	proc_stop "$PID_2" 10
 	((PROC_STATUS == 0)) || case_fail "instance 2 exited $PROC_STATUS on SIGTERM"
@@ -159,7 +158,10 @@ if ((ok)); then
 	((rc == 0)) || case_fail "cleanup --all exited $rc: $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
 	[[ $out == *"instance is running on $DIR_1"* ]] || case_fail "cleanup --all did not skip the running instance 1: $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
 	[[ -n $DIR_2 && -d $DIR_2 ]] && case_fail "instance 2's pins are still there after cleanup --all"
-	[[ $(prefs_on_lo) == "$pref1 " ]] || case_fail "after cleanup --all, filter prefs on lo: $(prefs_on_lo) (expected instance 1's $pref1 only)"
+	# One filter left: instance 1's (it runs; the new flow below goes through it). Which priority that
+	# is depends on the hash of its pin directory, so the count is checked, not the value.
+	(($(wc -w <<<"$(prefs_on_lo)") == 1)) ||
+		case_fail "after cleanup --all, filter prefs on lo: $(prefs_on_lo) (before: $prefs_after; expected instance 1's only)"
 	flow_start 1 "$T_TMP/c2-1b.out" "$SIZE" 25200
 	wait_exit "$FLOW_PID_1"
 	flow_check "$T_TMP/c2-1b.out" "$SIZE" "a new flow through instance 1 after the others were gone"
