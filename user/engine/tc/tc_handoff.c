@@ -282,7 +282,14 @@ static void send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
 		.ack = f1->rcv_nxt,
 		.window = f2->win.snd_wnd >> wscale(&f1->ti, false),
 		.timestamps = flow->down.timestamps,
-		.tsval = flow->down.ts_base,
+		/*
+		 * Below ts_base (and still above what the peer saw from the frozen
+		 * socket, ts_base - TS_MARGIN): a translated segment that was
+		 * reordered behind this ACK may carry a TSval a little under
+		 * ts_base, and would be dropped by PAWS had this ACK raised the
+		 * peer's ts_recent to ts_base.
+		 */
+		.tsval = flow->down.ts_base - TS_MARGIN / 2,
 	};
 	struct mmp_tc_ack to_up = {
 		.tuple = flow->up.out,
@@ -290,7 +297,7 @@ static void send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
 		.ack = f2->rcv_nxt,
 		.window = f1->win.snd_wnd >> wscale(&f2->ti, false),
 		.timestamps = flow->up.timestamps,
-		.tsval = flow->up.ts_base,
+		.tsval = flow->up.ts_base - TS_MARGIN / 2,
 	};
 	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
 	int err;
