@@ -29,7 +29,7 @@ struct mmp_loop;
 
 /* What an engine that others take flows from still holds of a connection. */
 struct mmp_drain {
-	size_t buffered; /* bytes read from one socket, not yet written to the other */
+	size_t buffered[2]; /* bytes read, not yet written: [0] client -> upstream, [1] upstream -> client */
 	bool fin_seen; /* either side sent its FIN */
 };
 

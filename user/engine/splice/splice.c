@@ -221,7 +221,8 @@ static void splice_event(struct mmp_loop *loop, struct mmp_conn *c, struct mmp_e
 
 static void splice_drain_state(const struct mmp_conn *c, struct mmp_drain *d)
 {
-	d->buffered = dir_of(c, 0)->in_pipe + dir_of(c, 1)->in_pipe;
+	d->buffered[0] = dir_of(c, 0)->in_pipe;
+	d->buffered[1] = dir_of(c, 1)->in_pipe;
 	d->fin_seen = dir_of(c, 0)->src_eof || dir_of(c, 1)->src_eof;
 }
 

@@ -2,11 +2,15 @@
 /*
  * What the tc engine's files share. The hand-off (tc_handoff.c):
  *   1. eligible?  same family, timestamps, SACK, ECN; conn2's shift >= conn1's
- *   2. HOLD       TC forces window 0 on the proxy's segments; the splice
- *                 engine drains what was in flight
+ *   2. HOLD       TC forces window 0 on the proxy's segments: toward both
+ *                 peers at the first attempt, then toward one peer first:
+ *                 the direction it sends drains while the other still flows
+ *                 (a peer that reads only while it can write keeps reading);
+ *                 once that direction is quiet, toward both. An attempt that
+ *                 ends without a switch reopens the held peers' windows
  *   3. quiet      SIOCINQ = SIOCOUTQ = 0 on both sockets and nothing buffered
- *                 by splice, twice; at the first look each peer is sent a
- *                 zero-window ACK
+ *                 by splice, twice; a held peer is sent a zero-window ACK
+ *                 (staged: when it is held; both at once: at the first look)
  *   4. FREEZE     TC drops peer segments; TCP_REPAIR; read seq/ts/window state
  *   5. SPLICE     one map write with both directions' deltas
  *   6. close      both sockets, silently (repair mode)
@@ -34,11 +38,18 @@ struct tc_bpf;
 
 /*
  * How long a flow may take to quiet down (a peer that does not read keeps our
- * send queue full). It then runs on splice and is tried again later, with
- * backoff, up to HOLD_ATTEMPTS times.
+ * send queue full). It then runs on splice and is tried again later, up to
+ * HOLD_ATTEMPTS times. The first attempt holds both peers at once, which a
+ * flow that pauses survives in a few ms; a flow that streams both ways does
+ * not quiet down that way (an echo peer stops reading when it cannot write),
+ * so it is given up soon and tried again at once in stages, one peer held
+ * first (docs/DESIGN.md §3c, "staged HOLD"); later attempts back off.
  */
+#define HOLD_BOTH_TIMEOUT_MS 40
 #define HOLD_TIMEOUT_MS 300
-#define HOLD_ATTEMPTS 5
+#define HOLD_MAX_MS 3000
+#define HOLD_ATTEMPTS 6
+#define HOLD_STAGED_RETRY_MS 10
 #define HOLD_RETRY_MS 500
 #define FREEZE_SETTLE_US 50
 /* Translated TSvals start this far (ms) above what the receiver last saw. */
@@ -46,7 +57,7 @@ struct tc_bpf;
 /* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
 #define CLOSED_LINGER_NS (2ULL * 1000000000ULL)
 /*
- * A hand-off holds a flow for HOLD_TIMEOUT_MS at most: a HOLD or FREEZE entry
+ * A hand-off holds a flow for HOLD_MAX_MS at most: a HOLD or FREEZE entry
  * this old was left by an instance that died mid-hand-off (docs/DESIGN.md
  * §3c).
  */
@@ -77,7 +88,11 @@ struct mmp_tc {
 /* One connection's hand-off, from the moment splice took it (c->takeover_ctx). */
 struct mmp_tc_conn {
 	bool holding; /* HOLD: the flow's entries are in the maps */
+	bool both_held; /* the second stage of HOLD: window 0 toward both peers */
+	uint8_t first_held; /* MMP_TC_ROLE_HOLD_CONN1 (the LB) or _CONN2 (the upstream): held first */
 	uint8_t quiet; /* consecutive quiet checks */
+	uint64_t pending_best; /* the fewest bytes queued this stage: a stage gives up when it stops shrinking */
+	uint64_t hold_end_ms; /* an attempt never holds longer than HOLD_MAX_MS */
 	uint8_t attempts; /* hand-offs tried */
 	uint64_t flow; /* flow id: conn1's socket cookie */
 	int oif; /* interface toward a remote load balancer; 0: it is on this host (lo) */
