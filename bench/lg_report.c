@@ -15,6 +15,8 @@ static const char *mode_name(enum lg_mode m)
 		return "bulk";
 	case LG_CONNRATE:
 		return "connrate";
+	case LG_STREAM:
+		return "stream";
 	}
 	return "?";
 }
@@ -35,14 +37,14 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 	printf("loadgen: %s", mode_name(cfg->mode));
 	if (cfg->mode == LG_BULK)
 		printf(" %s", dir_name(cfg->direction));
-	else
+	else if (cfg->mode != LG_STREAM)
 		printf(" %u B x%u", cfg->size, cfg->pipeline);
 	printf(", %u connections, %u threads, proxy %s -> %s, %.2f s measured after %.1f s warm-up\n",
 	       cfg->conns, cfg->threads, hdr_kind_name(cfg->proxy), target, res->elapsed,
 	       cfg->warmup);
 	printf("  throughput   up %.2f MB/s, down %.2f MB/s\n",
 	       report_per_s(s->tx_bytes, res->elapsed) / 1e6, report_per_s(s->rx_bytes, res->elapsed) / 1e6);
-	if (cfg->mode != LG_BULK) {
+	if (cfg->mode != LG_BULK && cfg->mode != LG_STREAM) {
 		printf("  %-12s %.0f/s (%llu)\n", cfg->mode == LG_CONNRATE ? "connections" : "messages",
 		       report_per_s(s->msgs, res->elapsed), (unsigned long long)s->msgs);
 		report_latency_line(h);

@@ -219,7 +219,7 @@ static int conn_consume(struct worker *w, struct conn *c, const uint8_t *buf, si
 		STAT_ADD(st->verify_errors, c->rx_off + n - c->tx_off);
 	c->rx_off += n;
 	STAT_ADD(st->rx_bytes, n);
-	if (cfg->mode == LG_BULK)
+	if (cfg->mode == LG_BULK || cfg->mode == LG_STREAM)
 		return 0;
 
 	now = now_ns();
@@ -304,6 +304,10 @@ static void conn_start(struct worker *w, struct conn *c, uint64_t now)
 		break;
 	case LG_BULK:
 		c->tx_goal = (cfg->direction & LG_UP) ? UINT64_MAX : 0;
+		break;
+	case LG_STREAM:
+		/* Written as fast as the path takes it; the echo is read whenever it comes (tcpkali's way). */
+		c->tx_goal = UINT64_MAX;
 		break;
 	}
 }

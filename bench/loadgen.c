@@ -34,7 +34,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: loadgen [options] ADDR:PORT\n"
-		"  -m, --mode MODE          pingpong (default), bulk, connrate\n"
+		"  -m, --mode MODE          pingpong (default), bulk, connrate, stream (both ways at once, echoed)\n"
 		"  -c, --connections N      connections kept open (connrate: in flight) [50]\n"
 		"      --connect-rate R     new connections per second, 0 = unlimited [0]\n"
 		"  -T, --duration S         measured seconds [10]\n"
@@ -112,6 +112,8 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 				cfg->mode = LG_BULK;
 			else if (!strcmp(optarg, "connrate"))
 				cfg->mode = LG_CONNRATE;
+			else if (!strcmp(optarg, "stream"))
+				cfg->mode = LG_STREAM;
 			else
 				goto bad;
 			break;

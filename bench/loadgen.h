@@ -21,6 +21,7 @@ enum lg_mode {
 	LG_PINGPONG, /* fixed-size messages, echoed, pipeline deep */
 	LG_BULK, /* stream bytes up, down or both */
 	LG_CONNRATE, /* connect, header, one request/response, close */
+	LG_STREAM, /* tcpkali's two-way stream: write flat out and read the echo, both at once */
 };
 
 enum lg_dir {

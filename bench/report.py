@@ -28,6 +28,8 @@ SCENARIOS = {
     "bulk8-down": ("rx_Bps", "MB/s", 1e-6, "GB"),
     "bulk8-up": ("tx_Bps", "MB/s", 1e-6, "GB"),
     "connrate": ("msgs_per_s", "conn/s", 1, "Mconn"),
+    # Echoed bytes: each crossed the proxy both ways, so this is the rate of either direction.
+    "stream50": ("rx_Bps", "MB/s", 1e-6, "GB"),
     "udp-stream": ("rx_pps", "pkt/s", 1, "Mpkt"),
     "udp-rr": ("rx_pps", "req/s", 1, "Mreq"),
 }
@@ -39,6 +41,7 @@ TITLES = {
     "bulk8-down": "TCP bulk download, 8 streams",
     "bulk8-up": "TCP bulk upload, 8 streams",
     "connrate": "TCP connections/s (connect, 64 B echo, close)",
+    "stream50": "TCP two-way streams, 50 conns, flat out through an echo (tcpkali's method)",
     "udp-stream": "UDP stream, 50 flows, 1200 B (delivered)",
     "udp-rr": "UDP request/response, 50 flows, 1200 B",
 }

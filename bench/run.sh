@@ -75,6 +75,7 @@ SCENARIO_TABLE=(
 	"bulk8-down|loadgen|-m bulk -c 8 --direction down|source|v2"
 	"bulk8-up|loadgen|-m bulk -c 8 --direction up|sink|v2"
 	"connrate|loadgen|-m connrate -c 50 -s 64|echo|v1"
+	"stream50|loadgen|-m stream -c 50|echo|v1"
 	"udp-stream|udpgen|stream -c 50 -s 1200|udpsink|v2"
 	"udp-rr|udpgen|rr -c 50 -s 1200|udpecho|v2"
 )
