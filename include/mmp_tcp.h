@@ -27,7 +27,10 @@
 	X(tc_flows, "tc", "flows the tc engine took over (spliced in the kernel)")                        \
 	X(tc_ineligible, "tc ineligible", "flows the tc engine could not take: stayed on splice")                    \
 	X(tc_aborted, "tc aborted", "tc hand-offs given up: the flow stayed on splice")                           \
-	X(tc_short, "tc short", "flows that ended on splice before their tc hand-off began")
+	X(tc_short, "tc short", "flows that ended on splice before their tc hand-off began")                 \
+	X(refused_pending, "refused pending", "connections refused: --max-pending connections were pending")          \
+	X(refused_pending_source, "refused pending source",                                                     \
+	  "connections refused: their load balancer had --max-pending-per-source pending")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(name, label, desc) __u64 name;

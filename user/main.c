@@ -30,6 +30,7 @@
 #include "engine/engine.h"
 #include "udp/udp.h"
 #include "lib/sockaddr.h"
+#include "tcp/pending.h"
 #include "tcp/worker.h"
 
 #ifndef MMP_VERSION
@@ -112,10 +113,13 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_counters_publish_open(&counters, cfg->pin_dir);
 	if (err)
 		goto out_engines;
+	err = mmp_pending_open(cfg);
+	if (err)
+		goto out_counters;
 	workers = calloc(cfg->listeners, sizeof(*workers));
 	if (!workers) {
 		err = -ENOMEM;
-		goto out_counters;
+		goto out_pending;
 	}
 	for (int i = 0; i < cfg->listeners; i++) {
 		err = mmp_worker_init(&workers[i], i, cfg, policy, &engines, &counters);
@@ -153,6 +157,8 @@ out_workers:
 		mmp_worker_stop(&workers[i]);
 	free(workers);
 	mmp_counters_log(&counters);
+out_pending:
+	mmp_pending_close();
 out_counters:
 	mmp_counters_publish_close(&counters);
 out_engines:

@@ -297,7 +297,7 @@ echo_via_proxy() {
 MMP_STARTS=0
 mmp_cmdline() {
 	local listen="127.0.0.1:$PROXY_PORT" v4="127.0.0.1:$UP_PORT" v6="[::1]:$UP_PORT"
-	local allow="" mark="" listeners="" ht="" ct="" xdp_if="" xdp_mode="" metrics=""
+	local allow="" mark="" listeners="" ht="" ct="" xdp_if="" xdp_mode="" metrics="" extra=()
 	while (($#)); do
 		case $1 in
 		-l) listen=$2 ;;
@@ -311,6 +311,7 @@ mmp_cmdline() {
 		--xdp-iface) xdp_if=$2 ;;
 		--xdp-mode) xdp_mode=$2 ;;
 		--metrics) metrics=$2 ;;
+		--*) extra+=("$1" "$2") ;; # mmproxy-bpf's other valued options, passed as they are
 		*)
 			echo "mmp_cmdline: unknown option $1" >&2
 			return 1
@@ -334,6 +335,7 @@ mmp_cmdline() {
 		[[ -n $xdp_if ]] && MMP_CMD+=(--xdp-iface "$xdp_if")
 		[[ -n $xdp_mode ]] && MMP_CMD+=(--xdp-mode "$xdp_mode")
 		[[ -n $metrics ]] && MMP_CMD+=(--metrics "$metrics")
+		MMP_CMD+=("${extra[@]}")
 	else
 		MMP_CMD=("$MMP_BIN" -l "$listen" -4 "$v4" -6 "$v6" -v "$MMP_VERBOSITY")
 		[[ -n $allow ]] && MMP_CMD+=(-allowed-subnets "$allow")
@@ -342,6 +344,7 @@ mmp_cmdline() {
 		[[ -n $ht ]] && MMP_DROPPED+=(--header-timeout)
 		[[ -n $ct ]] && MMP_DROPPED+=(--connect-timeout)
 		[[ -n $metrics ]] && MMP_DROPPED+=(--metrics)
+		for ((i = 0; i < ${#extra[@]}; i += 2)); do MMP_DROPPED+=("${extra[i]}"); done
 	fi
 	return 0
 }

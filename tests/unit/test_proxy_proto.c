@@ -595,6 +595,36 @@ static void test_v2_truncation_every_offset(void **state)
 }
 
 /*
+ * pp_bytes_needed: 0 until a v2 header's fixed part is there, then exactly the
+ * header_len that pp_parse reports once the header is whole; 0 for v1.
+ */
+static void test_bytes_needed(void **state)
+{
+	struct pp_header hdr;
+	const char *reason;
+	size_t i, n, k;
+
+	for (i = 0; i < N_CASES; i++) {
+		const struct pp_case *c = &cases[i];
+		uint8_t *b;
+
+		if (c->want != PP_OK)
+			continue;
+		b = case_bytes(c, &n);
+		assert_int_equal(pp_parse(b, n, &hdr, &reason), PP_OK);
+		for (k = 0; k <= hdr.header_len; k++) {
+			size_t need = pp_bytes_needed(b, k);
+
+			if (c->version == 1 || k < 16)
+				assert_int_equal(need, 0);
+			else
+				assert_int_equal(need, hdr.header_len);
+		}
+		free(b);
+	}
+}
+
+/*
  * Any single bit flipped in a CRC-protected header must not parse as OK,
  * except in the TLV type byte: that turns the CRC32C TLV into another type,
  * and an unprotected header is then valid by design.
@@ -649,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_v2_truncation_every_offset),
 		cmocka_unit_test(test_v2_crc_catches_every_bit_flip),
 		cmocka_unit_test(test_hdr_reset_between_calls),
+		cmocka_unit_test(test_bytes_needed),
 	};
 	struct CMUnitTest tests[N_CASES + sizeof(extra) / sizeof(extra[0])];
 	size_t i;

@@ -25,6 +25,9 @@ enum long_only_opts {
 	OPT_UDP_HEADER,
 	OPT_IFACE,
 	OPT_TC_MAX_FLOWS,
+	OPT_MAX_PENDING,
+	OPT_MAX_PENDING_SOURCE,
+	OPT_UDP_MAX_FLOWS_LB,
 	OPT_TC_IDLE,
 	OPT_TC_HANDOFF_DELAY,
 	OPT_DETACH,
@@ -80,6 +83,13 @@ static const struct opt_desc {
 	  "in-kernel fast path with the userspace relay as fallback, tc = fast path required, splice = "
 	  "userspace relay only" },
 	{ "iface", OPT_IFACE, "IF[,IF...]", RUN, "tc: interfaces that carry a remote load balancer's traffic" },
+	{ "max-pending", OPT_MAX_PENDING, "N", RUN,
+	  "TCP: connections whose PROXY header or upstream connect is pending, in all (default 16384); past it "
+	  "new ones are closed at once" },
+	{ "max-pending-per-source", OPT_MAX_PENDING_SOURCE, "N", RUN,
+	  "TCP: pending connections from one load-balancer address (default 4096)" },
+	{ "udp-max-flows-per-lb", OPT_UDP_MAX_FLOWS_LB, "N", RUN,
+	  "UDP: flows open for one load-balancer address (default 65536, or the open-files limit if lower)" },
 	{ "tc-max-flows", OPT_TC_MAX_FLOWS, "N", RUN,
 	  "tc: flows spliced in the kernel at once (default 65536; never evicted: past it, new flows stay on "
 	  "splice)" },
@@ -300,6 +310,9 @@ static void set_defaults(struct mmp_config *cfg)
 	cfg->route_table = 123;
 	cfg->max_queued = 4 << 20;
 	cfg->tc_max_flows = 65536;
+	cfg->max_pending = 16384;
+	cfg->max_pending_per_source = 4096;
+	cfg->udp_max_flows_per_lb = 65536;
 	cfg->tc_idle_timeout_s = 7200;
 	cfg->tc_handoff_delay_ms = 20;
 }
@@ -406,6 +419,21 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 					return bad_option("--iface", tok, "at most 32 interfaces");
 				cfg->ifaces[cfg->n_ifaces++] = tok;
 			}
+			break;
+		case OPT_MAX_PENDING:
+			if (parse_long(optarg, 1, 1 << 24, &v))
+				return bad_option("--max-pending", optarg, "expected 1 to 16777216");
+			cfg->max_pending = (uint32_t)v;
+			break;
+		case OPT_MAX_PENDING_SOURCE:
+			if (parse_long(optarg, 1, 1 << 24, &v))
+				return bad_option("--max-pending-per-source", optarg, "expected 1 to 16777216");
+			cfg->max_pending_per_source = (uint32_t)v;
+			break;
+		case OPT_UDP_MAX_FLOWS_LB:
+			if (parse_long(optarg, 1, 1 << 24, &v))
+				return bad_option("--udp-max-flows-per-lb", optarg, "expected 1 to 16777216");
+			cfg->udp_max_flows_per_lb = (uint32_t)v;
 			break;
 		case OPT_TC_MAX_FLOWS:
 			if (parse_long(optarg, 16, 16 << 20, &v))

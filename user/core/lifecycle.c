@@ -50,7 +50,13 @@ void mmp_conn_close(struct mmp_loop *loop, struct mmp_conn *c, bool reset_client
 	close_endpoint(&c->client, reset_client);
 	close_endpoint(&c->upstream, reset_upstream);
 	mmp_count(loop->counters, MMP_TCP_CNT_active, -1);
-	c->state = CONN_DEAD;
+	{
+		enum mmp_conn_state old = c->state;
+
+		c->state = CONN_DEAD;
+		if (loop->on_conn_state)
+			loop->on_conn_state(loop, c, old);
+	}
 	c->next = loop->graveyard;
 	loop->graveyard = c;
 }

@@ -179,9 +179,13 @@ struct mmp_conn_list *mmp_loop_list_of(struct mmp_loop *loop, struct mmp_conn *c
 
 void mmp_loop_set_state(struct mmp_loop *loop, struct mmp_conn *c, enum mmp_conn_state state)
 {
+	enum mmp_conn_state old = c->state;
+
 	mmp_conn_list_remove(mmp_loop_list_of(loop, c), c);
 	c->state = state;
 	mmp_conn_list_push(mmp_loop_list_of(loop, c), c);
+	if (loop->on_conn_state)
+		loop->on_conn_state(loop, c, old);
 }
 
 static void expire(struct mmp_loop *loop, struct mmp_conn_list *l, uint64_t now)

@@ -40,6 +40,8 @@ struct mmp_loop {
 	void (*on_deadline)(struct mmp_loop *loop, struct mmp_conn *c);
 	/* Set by the loop's owner (the TCP worker): the engine layer, reached without the loop naming it. */
 	void (*on_conn_release)(struct mmp_loop *loop, struct mmp_conn *c); /* from mmp_conn_close */
+	/* After c's state changed from old (mmp_loop_set_state, and mmp_conn_close: to CONN_DEAD). */
+	void (*on_conn_state)(struct mmp_loop *loop, struct mmp_conn *c, enum mmp_conn_state old);
 	void (*on_conn_poll)(struct mmp_loop *loop, struct mmp_conn *c); /* a polled connection's turn */
 	/* What a connection's endpoints run on an event (the TCP worker's dispatch). */
 	void (*on_conn_event)(struct mmp_loop *loop, struct mmp_endpoint *ep, uint32_t events);

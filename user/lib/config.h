@@ -62,6 +62,9 @@ struct mmp_config {
 	const char *ifaces[32]; /* --iface: interfaces carrying a remote load balancer's traffic */
 	int n_ifaces;
 	int tc_max_flows;
+	uint32_t max_pending; /* TCP connections whose header or connect is pending, in all */
+	uint32_t max_pending_per_source; /* the same, per load-balancer address */
+	uint32_t udp_max_flows_per_lb; /* UDP flows per load-balancer address */
 	int tc_idle_timeout_s; /* 0: never */
 	int tc_handoff_delay_ms; /* a flow runs on splice this long before the hand-off; 0: at once */
 	/* XDP gate (user/policy/xdp_gate.c) */

@@ -745,3 +745,10 @@ enum pp_status pp_parse(const uint8_t *buf, size_t len, struct pp_header *hdr,
 	*reason = "not a PROXY protocol header";
 	return PP_INVALID;
 }
+
+size_t pp_bytes_needed(const uint8_t *buf, size_t len)
+{
+	if (len < PP2_HDR_LEN || memcmp(buf, pp2_sig, PP2_SIG_LEN))
+		return 0;
+	return PP2_HDR_LEN + ((size_t)buf[14] << 8 | buf[15]);
+}

@@ -83,6 +83,15 @@ enum pp_status pp_parse(const uint8_t *buf, size_t len, struct pp_header *hdr, c
 enum pp_status pp_parse_v1(const uint8_t *buf, size_t len, struct pp_header *hdr, const char **reason);
 enum pp_status pp_parse_v2(const uint8_t *buf, size_t len, struct pp_header *hdr, const char **reason);
 
+/*
+ * How many bytes the header at buf[0..len) occupies in all, once that is
+ * known: a v2 header's 16-byte fixed part tells it. 0 while it is not known
+ * (fewer than 16 bytes, or v1, whose 107 bytes at most need no such help).
+ * A caller waiting for a trickled header uses it to wait for the whole of it
+ * (SO_RCVLOWAT) instead of parsing it again from its start at every segment.
+ */
+size_t pp_bytes_needed(const uint8_t *buf, size_t len);
+
 /* CRC32C (Castagnoli), as used by the PP2_TYPE_CRC32C TLV. */
 uint32_t pp_crc32c(uint32_t crc, const uint8_t *buf, size_t len);
 

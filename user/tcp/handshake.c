@@ -18,6 +18,7 @@
 #include "lib/sockaddr.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
+#include "tcp/pending.h"
 #include "tcp/tcp_log.h"
 #include "tcp/upstream.h"
 #include "tcp/worker.h"
@@ -37,9 +38,14 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 		close(fd);
 		return;
 	}
+	if (!mmp_pending_admit(w, peer)) {
+		close(fd);
+		return;
+	}
 	c = mmp_conn_new(&w->loop, fd, peer);
 	if (!c) {
 		pr_err("out of memory accepting a connection from %s", mmp_fmt_addr((const struct sockaddr *)peer, lb));
+		mmp_pending_forget(peer);
 		close(fd);
 		return;
 	}
@@ -131,6 +137,34 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 		mmp_conn_close(&w->loop, c, false, false);
 }
 
+/*
+ * A header that arrives in pieces is parsed again from its start at every
+ * piece: a 64 KiB v2 header trickled a byte at a time would cost 64 Ki peeks
+ * of up to 64 KiB each. Once its length is known, the socket wakes us only
+ * when all of it is there (SO_RCVLOWAT), so a connection peeks a few times
+ * whatever the pieces (docs/DESIGN.md §7a).
+ */
+static void wait_for_whole_header(struct mmp_conn *c, size_t need)
+{
+	int lowat = (int)need;
+
+	if (need <= 1 || c->header_lowat >= need)
+		return;
+	if (!setsockopt(c->client.fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)))
+		c->header_lowat = need;
+}
+
+/* Back to a wake-up per byte for the engine, if a trickled header changed it. */
+static int restore_lowat(struct mmp_conn *c)
+{
+	int one = 1;
+
+	if (!c->header_lowat)
+		return 0;
+	c->header_lowat = 0;
+	return setsockopt(c->client.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) ? -errno : 0;
+}
+
 static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t events)
 {
 	char lb[MMP_ADDRSTRLEN], src[MMP_ADDRSTRLEN];
@@ -153,8 +187,10 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 		goto fail;
 	}
 	st = pp_parse(w->peek_buf, n, &hdr, &reason);
-	if (st == PP_NEED_MORE && !(events & EPOLLRDHUP))
+	if (st == PP_NEED_MORE && !(events & EPOLLRDHUP)) {
+		wait_for_whole_header(c, pp_bytes_needed(w->peek_buf, (size_t)n));
 		return; /* the next edge brings more bytes */
+	}
 	if (st == PP_NEED_MORE) {
 		/* The load balancer closed its side: the header can never complete. */
 		st = PP_INVALID;
@@ -164,6 +200,11 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 		mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
 		log_conn(w, TCP_LOG_BAD_HEADER, "invalid PROXY header from %s: %s (is the load balancer sending PROXY protocol v1/v2?)",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), reason);
+		goto fail;
+	}
+	if (restore_lowat(c)) {
+		log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s: resetting SO_RCVLOWAT failed: %s",
+			mmp_fmt_addr((const void *)&c->lb_addr, lb), strerror(errno));
 		goto fail;
 	}
 	if (hdr.transport == PP_TRANSPORT_DGRAM && hdr.command == PP_CMD_PROXY) {

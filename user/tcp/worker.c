@@ -16,6 +16,7 @@
 #include "lib/sockaddr.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
+#include "tcp/pending.h"
 #include "tcp/worker.h"
 
 #define ACCEPT_BATCH 64
@@ -102,6 +103,11 @@ static void on_conn_event(struct mmp_loop *loop, struct mmp_endpoint *ep, uint32
 		mmp_handshake_event(mmp_worker_of(loop), c, ep, events);
 }
 
+static void on_conn_state(struct mmp_loop *loop, struct mmp_conn *c, enum mmp_conn_state old)
+{
+	mmp_pending_state_changed(mmp_worker_of(loop), c, old);
+}
+
 static void on_deadline(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	mmp_handshake_timeout(mmp_worker_of(loop), c);
@@ -138,6 +144,7 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 	w->loop.on_deadline = on_deadline;
 	w->loop.on_conn_poll = mmp_engine_poll;
 	w->loop.on_conn_release = mmp_engine_release;
+	w->loop.on_conn_state = on_conn_state;
 	w->peek_buf = malloc(PP_MAX_HEADER_LEN);
 	if (!w->peek_buf)
 		return -ENOMEM;
