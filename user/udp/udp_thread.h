@@ -25,6 +25,8 @@
 #include "udp/udp_flow.h"
 #include "udp/udp_ratelimit.h"
 
+struct mmp_port_steer;
+
 struct mmp_policy;
 struct udp_fast;
 struct udp_maps;
@@ -40,6 +42,7 @@ struct udp_registry;
 struct udp_shared {
 	const struct mmp_config *cfg;
 	const struct mmp_policy *policy;
+	const struct mmp_port_steer *steer; /* how -l's ports reach the listeners (docs/DESIGN.md §8) */
 	struct udp_maps *maps;
 	struct udp_registry *reg; /* NULL with one listener */
 	struct udp_fast *fast; /* NULL: every datagram through userspace */
