@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli/check.h"
 #include "cli/cleanup.h"
 #include "cli/lo_sysctls_startup.h"
@@ -30,6 +31,7 @@
 #include "engine/engine.h"
 #include "udp/udp.h"
 #include "lib/sockaddr.h"
+#include "listen/port_lock.h"
 #include "listen/port_range.h"
 #include "listen/port_steer.h"
 #include "tcp/worker.h"
@@ -66,7 +68,7 @@ static int run(const struct mmp_config *cfg)
 	struct mmp_instance_lock lock;
 	char addr[MMP_ADDRSTRLEN];
 	sigset_t sigs;
-	int err, sig, started = 0;
+	int err, sig, started = 0, port_lock = -1;
 
 	/*
 	 * Signals go to this thread only (sigwait below); workers inherit the
@@ -89,6 +91,9 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_instance_lock(cfg, &lock);
 	if (err)
 		return err;
+	err = mmp_port_lock(cfg, &port_lock); /* overlapping port ranges (docs/DESIGN.md §8) */
+	if (err)
+		goto out_lock;
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
 		goto out_lock;
@@ -171,6 +176,8 @@ out_policy:
 	mmp_xdp_gate_close(gate);
 	mmp_policy_close(policy);
 out_lock:
+	if (port_lock >= 0)
+		close(port_lock);
 	mmp_instance_unlock(&lock);
 	return err;
 }
