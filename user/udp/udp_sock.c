@@ -75,10 +75,16 @@ static int listen_socket(const struct sockaddr *addr, bool fast, bool origdst, b
 		setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	}
 	if (origdst) {
+		/*
+		 * Unlike PKTINFO, the IPv6 option does not cover IPv4 datagrams on a
+		 * dual-stack [::] socket: those report IP_ORIGDSTADDR, asked for with
+		 * the IPv4 option, which such a socket takes too.
+		 */
 		what = "IP_RECVORIGDSTADDR";
-		/* On a dual-stack [::] socket the IPv6 option also reports IPv4 (mapped) destinations. */
-		if (addr->sa_family == AF_INET ? setsockopt(fd, SOL_IP, IP_RECVORIGDSTADDR, &one, sizeof(one))
-					       : setsockopt(fd, SOL_IPV6, IPV6_RECVORIGDSTADDR, &one, sizeof(one)))
+		if (setsockopt(fd, SOL_IP, IP_RECVORIGDSTADDR, &one, sizeof(one)) && addr->sa_family == AF_INET)
+			goto fail;
+		what = "IPV6_RECVORIGDSTADDR";
+		if (addr->sa_family == AF_INET6 && setsockopt(fd, SOL_IPV6, IPV6_RECVORIGDSTADDR, &one, sizeof(one)))
 			goto fail;
 	}
 	grow_buffers(fd, LISTEN_BUF_BYTES);
