@@ -174,7 +174,7 @@ static void on_listen_msg(struct udp_worker *w, int i, uint16_t port)
 	udp_ep_from_sa(&lb, (const struct sockaddr *)&w->rx.names[i]);
 	gso = udp_rx_cmsgs(mh, w->wildcard ? &local : NULL, &ifindex, &mark);
 	local.port = port;
-	/* sk_lookup hands this socket every port of the range: the datagram says which (§8). */
+	/* sk_lookup hands this socket every port of the range: the datagram says which (docs/DESIGN.md §8). */
 	if (w->multiport && udp_rx_orig_port(mh))
 		local.port = udp_rx_orig_port(mh);
 	if (mh->msg_flags & MSG_TRUNC) {

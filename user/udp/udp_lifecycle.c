@@ -161,7 +161,7 @@ static void set_reply_route(struct udp_flow *f, const struct udp_ep *lb, const s
 	f->local = *local;
 }
 
-/* The upstream of -4/-6 for f's family; a range's port follows the port the load balancer sent to (§8). */
+/* The upstream of -4/-6 for f's family; a range's port follows the port the load balancer sent to (docs/DESIGN.md §8). */
 static const struct sockaddr_storage *mapped_target(struct udp_flow *f, const struct mmp_config *cfg, int family)
 {
 	const struct sockaddr_storage *t = family == AF_INET6 ? &cfg->target6 : &cfg->target4;

@@ -133,7 +133,7 @@ static void tx_flush(struct udp_worker *w)
 	int i = 0;
 
 	while (i < tx->n) {
-		/* One sendmmsg per run of replies from the same port (a range's ports have a socket each, §8). */
+		/* One sendmmsg per run of replies from the same port (a range's ports have a socket each, docs/DESIGN.md §8). */
 		int fd = udp_worker_port_fd(w, tx->flow[i]->local.port), run = 1, ret;
 
 		while (w->port_fds && i + run < tx->n && tx->flow[i + run]->local.port == tx->flow[i]->local.port)

@@ -179,7 +179,7 @@ static void *worker_main(void *arg)
 		udp_relay_flush_replies(w);
 		if (listen_ready)
 			udp_relay_listen(w, w->listen_fd, w->listen_ep.port);
-		for (int i = 0; i < n_ports_ready; i++) /* one socket per port of a range (§8) */
+		for (int i = 0; i < n_ports_ready; i++) /* one socket per port of a range (docs/DESIGN.md §8) */
 			udp_relay_listen(w, *ports_ready[i], htons((uint16_t)(w->port_lo + (ports_ready[i] - w->port_fds))));
 		if (w->draining)
 			udp_flows_publish_drain(w);
