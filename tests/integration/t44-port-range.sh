@@ -16,6 +16,8 @@
 #   6. Two instances with disjoint ranges side by side; an overlapping one is
 #      refused naming the other; SIGKILL leaves the sk_lookup link attached
 #      (pinned) and `cleanup` removes it; the other instance keeps serving.
+#   7. The XDP gate drops SYNs from sources outside -a to every port of the
+#      range, and judges none outside it.
 # Would fail without ranges: -l LO-HI did not parse.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tc-lib.sh"
@@ -255,6 +257,44 @@ if range_start -- -l "127.0.0.1:7000-7499" -4 127.0.0.1:9000-9499 --listeners 1;
 	mmp_stop
 	links=$(sk_links)
 	((links == 0)) || case_fail "$links sk_lookup links left after both instances stopped"
+else
+	case_fail "$MMP_START_ERR"
+fi
+case_end
+
+# ------------------------------------------------------------------- 7 --
+# The XDP gate gates the whole range: from a source outside -a, a SYN to the
+# last port of the range is dropped in XDP (a timeout: no accept, no RST),
+# one just outside the range is not judged (refused by the stack with a RST).
+case_begin "7 the XDP gate drops SYNs from sources outside -a on every port of the range"
+BAD_IP4=198.51.100.3
+ip -n "$TOPO_CLIENT" addr add "$BAD_IP4/24" dev veth-c 2>/dev/null
+ALLOW=$T_TMP/allowed.txt
+printf '%s/32\n' "$TOPO_CLIENT_IP4" >"$ALLOW"
+xdp_stat() { ns_exec "$TOPO_PROXY" "$MMP_BIN" stats --pin-dir "$MMP_PINDIR" | awk -v n="$1" '$1 == n { print $2; exit }'; }
+if range_start -- -l "0.0.0.0:$LO-$HI" -4 127.0.0.1:9000-9999 -a "$ALLOW" --xdp-iface veth-p --listeners 1; then
+	if ups_start 4 9999; then
+		next_port cp
+		client "$TOPO_CLIENT" -c "$TOPO_PROXY_IP4:$HI" -b "$TOPO_CLIENT_IP4" --pp2 "203.0.113.44:$cp" "203.0.113.1:$HI" \
+			--send "$SIZE" --timeout 10 || case_fail "allowed source to port $HI: $(client_result)"
+		wait_log_since "${UPLOG[9999]}" 0 "^done 203.0.113.44 $cp " 5 >/dev/null ||
+			case_fail "the upstream of port $HI never saw the allowed source's client"
+		ups_stop 9999
+	else
+		case_fail "upstream did not start"
+	fi
+	drop0=$(xdp_stat dropped_not_allowed)
+	for port in $LO 7500 $HI; do
+		client "$TOPO_CLIENT" -c "$TOPO_PROXY_IP4:$port" -b "$BAD_IP4" --pp2 "203.0.113.45:4000" "203.0.113.1:$port" \
+			--msg x --timeout 2 && case_fail "port $port: a source outside -a was served"
+		grep -q 'timed out' <<<"$CLIENT_OUT" || case_fail "port $port: not dropped in XDP: $(client_result)"
+	done
+	client "$TOPO_CLIENT" -c "$TOPO_PROXY_IP4:8000" -b "$BAD_IP4" --msg x --timeout 2
+	grep -q 'Connection refused' <<<"$CLIENT_OUT" || case_fail "port 8000 (outside the range) was judged: $(client_result)"
+	drop1=$(xdp_stat dropped_not_allowed)
+	((drop1 >= drop0 + 3)) || case_fail "dropped_not_allowed moved from $drop0 to $drop1 (want at least 3 SYNs)"
+	case_note "dropped_not_allowed $drop0 -> $drop1"
+	mmp_stop
 else
 	case_fail "$MMP_START_ERR"
 fi
