@@ -294,7 +294,7 @@ struct udp_flow *udp_flow_for_header(struct udp_worker *w, const struct udp_dgra
 		udp_ep_from_sa(&client, (const struct sockaddr *)&info->client);
 	else
 		memset(&client, 0, sizeof(client));
-	if (format != MMP_UDP_FMT_LOCAL && udp_client_refused(w, info, lb, lb_sa))
+	if (format != MMP_UDP_FMT_LOCAL && udp_client_refused(w, info, lb, lb_sa, local->port))
 		return NULL;
 	/* Before anything closes: may this header move the client's replies here? */
 	g = format != MMP_UDP_FMT_LOCAL ? udp_ft_by_client(&w->ft, &client) : NULL;
