@@ -61,6 +61,14 @@ struct mmp_allow_value {
 #define MMP_MAX_WORKERS 1024 /* --listeners is at most this */
 #define MMP_WAKE_RING_BYTES (64 * 1024) /* per worker: 4096 notifications of 16 bytes */
 
+/*
+ * Port ranges (docs/DESIGN.md §8): the sk_lookup program steers every port of
+ * -l LO-HI to the listener sockets held in this SOCKMAP (key: listener thread).
+ * The link is pinned next to it, so `cleanup` detaches it after a SIGKILL.
+ */
+#define MMP_SK_LISTENERS_MAP "mmp_sk_listeners"
+#define MMP_SK_LOOKUP_LINK "mmp_sk_lookup_link"
+
 enum mmp_dir {
 	MMP_DIR_UP = 0, /* client -> upstream */
 	MMP_DIR_DOWN = 1, /* upstream -> client */

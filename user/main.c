@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli/check.h"
 #include "cli/cleanup.h"
 #include "cli/lo_sysctls_startup.h"
@@ -30,6 +31,9 @@
 #include "engine/engine.h"
 #include "udp/udp.h"
 #include "lib/sockaddr.h"
+#include "listen/port_lock.h"
+#include "listen/port_range.h"
+#include "listen/port_steer.h"
 #include "tcp/pending.h"
 #include "tcp/worker.h"
 
@@ -60,11 +64,12 @@ static int run(const struct mmp_config *cfg)
 	struct mmp_xdp_gate *gate = NULL;
 	struct mmp_metrics *metrics = NULL;
 	struct mmp_engines engines = { 0 };
+	struct mmp_port_steer steer = { 0 };
 	struct mmp_worker *workers = NULL;
 	struct mmp_instance_lock lock;
 	char addr[MMP_ADDRSTRLEN];
 	sigset_t sigs;
-	int err, sig, started = 0;
+	int err, sig, started = 0, port_lock = -1;
 
 	/*
 	 * Signals go to this thread only (sigwait below); workers inherit the
@@ -87,6 +92,9 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_instance_lock(cfg, &lock);
 	if (err)
 		return err;
+	err = mmp_port_lock(cfg, &port_lock); /* overlapping port ranges (docs/DESIGN.md §8) */
+	if (err)
+		goto out_lock;
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
 		goto out_lock;
@@ -102,8 +110,12 @@ static int run(const struct mmp_config *cfg)
 			goto out_policy;
 	}
 
+	/* A port range: sk_lookup, or one socket per port (docs/DESIGN.md §8). */
+	err = mmp_port_steer_open(cfg, &steer);
+	if (err)
+		goto out_policy;
 	if (cfg->protocol == IPPROTO_UDP) {
-		err = mmp_udp_run(cfg, policy, &sigs);
+		err = mmp_udp_run(cfg, policy, &steer, &sigs);
 		goto out_policy;
 	}
 
@@ -122,7 +134,7 @@ static int run(const struct mmp_config *cfg)
 		goto out_pending;
 	}
 	for (int i = 0; i < cfg->listeners; i++) {
-		err = mmp_worker_init(&workers[i], i, cfg, policy, &engines, &counters);
+		err = mmp_worker_init(&workers[i], i, cfg, policy, &steer, &engines, &counters);
 		started = i + 1; /* initialised, so mmp_worker_stop can free it */
 		if (err)
 			goto out_workers;
@@ -132,10 +144,11 @@ static int run(const struct mmp_config *cfg)
 		if (err)
 			goto out_workers;
 	}
-	pr_info("listening on %s with %d listeners, engine %s; IPv4 upstream %s, IPv6 upstream %s",
-		mmp_fmt_addr((const void *)&cfg->listen, addr), cfg->listeners, mmp_engines_describe(&engines),
-		mmp_fmt_addr((const void *)&cfg->target4, (char[MMP_ADDRSTRLEN]){ 0 }),
-		mmp_fmt_addr((const void *)&cfg->target6, (char[MMP_ADDRSTRLEN]){ 0 }));
+	pr_info("listening on %s%s with %d listeners, engine %s; IPv4 upstream %s, IPv6 upstream %s",
+		mmp_fmt_addr((const void *)&cfg->listen, addr), mmp_port_steer_describe(cfg, &steer,
+		(char[64]){ 0 }, 64), cfg->listeners, mmp_engines_describe(&engines),
+		mmp_fmt_port_range(&cfg->target4, cfg->target4_port_hi, (char[MMP_ADDRSTRLEN + 8]){ 0 }),
+		mmp_fmt_port_range(&cfg->target6, cfg->target6_port_hi, (char[MMP_ADDRSTRLEN + 8]){ 0 }));
 
 	mmp_notify_ready("listening (tcp)");
 	/* Until SIGINT/SIGTERM: the totals to mmp_tcp_cnt once a second, for stats; SIGHUP reloads -a. */
@@ -164,10 +177,13 @@ out_counters:
 out_engines:
 	mmp_engines_close(&engines, !cfg->detach);
 out_policy:
+	mmp_port_steer_close(&steer);
 	mmp_metrics_stop(metrics);
 	mmp_xdp_gate_close(gate);
 	mmp_policy_close(policy);
 out_lock:
+	if (port_lock >= 0)
+		close(port_lock);
 	mmp_instance_unlock(&lock);
 	return err;
 }

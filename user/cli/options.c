@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "lib/sockaddr.h"
+#include "listen/port_range.h"
 
 enum long_only_opts {
 	OPT_LISTENERS = 1000,
@@ -37,6 +38,7 @@ enum long_only_opts {
 	OPT_METRICS,
 	OPT_JSON,
 	OPT_WATCH,
+	OPT_MAX_PORTS,
 	OPT_HELP,
 };
 
@@ -61,10 +63,15 @@ static const struct opt_desc {
 	unsigned int commands;
 	const char *help;
 } opts[] = {
-	{ "listen-addr", 'l', "ADDR:PORT", RUN | CHECK | PINS,
-	  "where the load balancer connects (default 0.0.0.0:8443); with -p, names the instance's pin directory" },
-	{ "ipv4", '4', "ADDR:PORT", RUN | CHECK, "upstream for IPv4 clients (default 127.0.0.1:443)" },
-	{ "ipv6", '6', "[ADDR]:PORT", RUN | CHECK, "upstream for IPv6 clients (default [::1]:443)" },
+	{ "listen-addr", 'l', "ADDR:PORT[-HI]", RUN | CHECK | PINS,
+	  "where the load balancer connects (default 0.0.0.0:8443), one port or a range LO-HI; with -p, names the "
+	  "instance's pin directory" },
+	{ "ipv4", '4', "ADDR:PORT[-HI]", RUN | CHECK,
+	  "upstream for IPv4 clients (default 127.0.0.1:443); a range as large as -l's maps port LO+k to LO'+k, "
+	  "a single port takes every listen port" },
+	{ "ipv6", '6', "[ADDR]:PORT[-HI]", RUN | CHECK, "upstream for IPv6 clients (default [::1]:443), as -4" },
+	{ "max-ports", OPT_MAX_PORTS, "N", RUN | CHECK,
+	  "the most ports -l LO-HI may serve (default 4096, at most 65535)" },
 	{ "allowed-subnets", 'a', "FILE", RUN,
 	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning)" },
 	{ "close-after", 'c', "SEC", RUN, "UDP idle flow timeout (default 60)" },
@@ -250,6 +257,19 @@ static int parse_addr_opt(const char *opt, const char *val, struct sockaddr_stor
 	return 0;
 }
 
+/* -l, -4, -6: "ADDR:PORT" or "ADDR:LO-HI" (listen/port_range.h). */
+static int parse_range_opt(const char *opt, const char *val, struct sockaddr_storage *ss, uint16_t *hi, int family)
+{
+	const char *reason;
+
+	if (mmp_parse_hostport_range(val, ss, hi, &reason))
+		return bad_option(opt, val, reason);
+	if (family && ss->ss_family != family)
+		return bad_option(opt, val, family == AF_INET ? "expected an IPv4 address such as 127.0.0.1:443"
+							      : "expected an IPv6 address such as [::1]:443");
+	return 0;
+}
+
 static int parse_command(const char *word, enum mmp_command *cmd)
 {
 	for (size_t i = 0; i < N_CMDS; i++) {
@@ -300,6 +320,10 @@ static void set_defaults(struct mmp_config *cfg)
 	mmp_parse_hostport("0.0.0.0:8443", &cfg->listen, &reason);
 	mmp_parse_hostport("127.0.0.1:443", &cfg->target4, &reason);
 	mmp_parse_hostport("[::1]:443", &cfg->target6, &reason);
+	cfg->listen_port_hi = 8443;
+	cfg->target4_port_hi = cfg->target6_port_hi = 443;
+	cfg->n_ports = 1;
+	cfg->max_ports = MMP_MAX_PORTS_DEFAULT;
 	cfg->close_after_s = 60;
 	cfg->protocol = IPPROTO_TCP;
 	cfg->listeners = cores > 0 ? (int)cores : 1;
@@ -348,16 +372,16 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 		}
 		switch (c) {
 		case 'l':
-			if (parse_addr_opt("-l", optarg, &cfg->listen, 0))
+			if (parse_range_opt("-l", optarg, &cfg->listen, &cfg->listen_port_hi, 0))
 				return -EINVAL;
 			listen_given = true;
 			break;
 		case '4':
-			if (parse_addr_opt("-4", optarg, &cfg->target4, AF_INET))
+			if (parse_range_opt("-4", optarg, &cfg->target4, &cfg->target4_port_hi, AF_INET))
 				return -EINVAL;
 			break;
 		case '6':
-			if (parse_addr_opt("-6", optarg, &cfg->target6, AF_INET6))
+			if (parse_range_opt("-6", optarg, &cfg->target6, &cfg->target6_port_hi, AF_INET6))
 				return -EINVAL;
 			break;
 		case 'a':
@@ -478,6 +502,11 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 				return -EINVAL;
 			cfg->metrics = true;
 			break;
+		case OPT_MAX_PORTS:
+			if (parse_long(optarg, 1, 65535, &v))
+				return bad_option("--max-ports", optarg, "expected 1 to 65535");
+			cfg->max_ports = (int)v;
+			break;
 		case OPT_JSON:
 			cfg->stats_json = true;
 			break;
@@ -525,13 +554,22 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 		fprintf(stderr, "mmproxy-bpf: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return -EINVAL;
 	}
+	if (cfg->command == MMP_CMD_RUN || cfg->command == MMP_CMD_CHECK) {
+		char msg[320];
+
+		if (mmp_port_ranges_validate(cfg, msg, sizeof(msg))) {
+			fprintf(stderr, "mmproxy-bpf: %s\n", msg);
+			return -EINVAL;
+		}
+	}
 	/*
 	 * One pin directory per instance by default, so that instances with
 	 * default flags never share maps (docs/DESIGN.md §6a). stats and cleanup
 	 * derive it only when told -l; otherwise they look for instances.
 	 */
 	if (!cfg->pin_dir && (cfg->command == MMP_CMD_RUN || cfg->command == MMP_CMD_CHECK || listen_given)) {
-		mmp_instance_pin_dir(cfg->protocol, &cfg->listen, cfg->pin_dir_derived, sizeof(cfg->pin_dir_derived));
+		mmp_instance_pin_dir(cfg->protocol, &cfg->listen, cfg->listen_port_hi, cfg->pin_dir_derived,
+				     sizeof(cfg->pin_dir_derived));
 		cfg->pin_dir = cfg->pin_dir_derived;
 	}
 	if (cfg->all && cfg->pin_dir) {

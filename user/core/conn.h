@@ -48,7 +48,8 @@ struct mmp_conn {
 	struct mmp_endpoint upstream;
 	struct sockaddr_storage lb_addr; /* the load balancer's ip:port */
 	struct sockaddr_storage src_addr; /* the client's ip:port we bind to; AF_UNSPEC: unspoofed */
-	const struct sockaddr_storage *target; /* -4 or -6 */
+	const struct sockaddr_storage *target; /* -4 or -6, or target_mapped */
+	struct sockaddr_storage target_mapped; /* -4/-6 given as a range: the port mapped from ours (docs/DESIGN.md §8) */
 	uint64_t deadline_ms; /* header or connect deadline */
 	struct mmp_conn *prev, *next; /* in the loop's list for its state */
 	size_t header_len; /* PROXY header length */

@@ -41,9 +41,15 @@ enum mmp_udp_header {
 
 struct mmp_config {
 	enum mmp_command command;
-	struct sockaddr_storage listen; /* -l */
-	struct sockaddr_storage target4; /* -4: upstream for IPv4 clients */
-	struct sockaddr_storage target6; /* -6: upstream for IPv6 clients */
+	struct sockaddr_storage listen; /* -l; with a range, its port is the first one */
+	struct sockaddr_storage target4; /* -4: upstream for IPv4 clients (a range: its first port) */
+	struct sockaddr_storage target6; /* -6: upstream for IPv6 clients (a range: its first port) */
+	/* Port ranges (docs/DESIGN.md §8), host order; each equals its first port when a single port was given. */
+	uint16_t listen_port_hi; /* -l ADDR:LO-HI */
+	uint16_t target4_port_hi; /* -4 ADDR:LO-HI: listen port LO+k goes to LO'+k */
+	uint16_t target6_port_hi;
+	int n_ports; /* ports served: listen_port_hi - listen port + 1 */
+	int max_ports; /* --max-ports: the cap on n_ports */
 	const char *allowed_path; /* -a, NULL: allow every source */
 	int close_after_s; /* -c: UDP idle timeout */
 	int protocol; /* -p: IPPROTO_TCP or IPPROTO_UDP */

@@ -59,10 +59,13 @@ static void netns_suffix(char *buf, size_t len)
 		closedir(d);
 }
 
-void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, char *buf, size_t len)
+void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, uint16_t port_hi, char *buf,
+			  size_t len)
 {
-	char addr[MMP_ADDRSTRLEN], ns[300];
+	char addr[MMP_ADDRSTRLEN + 8], ns[300];
 	char *colon;
+	uint16_t port_lo = ntohs(listen->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)listen)->sin6_port
+							       : ((const struct sockaddr_in *)listen)->sin_port);
 
 	/*
 	 * "0.0.0.0:8443" / "[::]:8443" -> "0_0_0_0-8443" / "[::]-8443": the port
@@ -73,6 +76,9 @@ void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, c
 	colon = strrchr(addr, ':');
 	if (colon)
 		*colon = '-';
+	/* A range keeps its last port: "0_0_0_0-9000-9999", so disjoint ranges get their own directories. */
+	if (port_hi != port_lo)
+		snprintf(addr + strlen(addr), sizeof(addr) - strlen(addr), "-%u", port_hi);
 	netns_suffix(ns, sizeof(ns));
 	snprintf(buf, len, "%s/%s-%s%s", MMP_PIN_ROOT, protocol == IPPROTO_UDP ? "udp" : "tcp", addr, ns);
 	for (char *c = buf + strlen(MMP_PIN_ROOT); *c; c++)

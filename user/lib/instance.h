@@ -22,8 +22,12 @@ struct mmp_tc_id {
 	uint32_t prio;
 };
 
-/* "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8443", "…/udp-[::]-53" into buf. */
-void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, char *buf, size_t len);
+/*
+ * "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8443", "…/udp-[::]-53" into buf; a
+ * port range (port_hi, host order, above listen's port) adds "-HI".
+ */
+void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, uint16_t port_hi, char *buf,
+			  size_t len);
 
 /* The TC filters of the tc engine (IPPROTO_TCP) or the UDP fast path (IPPROTO_UDP) for pin_dir. */
 struct mmp_tc_id mmp_instance_tc_id(int protocol, const char *pin_dir);

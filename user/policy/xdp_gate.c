@@ -64,7 +64,8 @@ static void set_listen(struct xdp_gate_bpf *skel, const struct mmp_config *cfg)
 	if (cfg->listen.ss_family == AF_INET) {
 		const struct sockaddr_in *sin = (const void *)&cfg->listen;
 
-		skel->rodata->port_lo = skel->rodata->port_hi = ntohs(sin->sin_port);
+		skel->rodata->port_lo = ntohs(sin->sin_port);
+		skel->rodata->port_hi = cfg->listen_port_hi; /* the whole -l range (docs/DESIGN.md §8) */
 		skel->rodata->match4 = sin->sin_addr.s_addr == htonl(INADDR_ANY) ? 1 : 2;
 		memcpy((void *)skel->rodata->dst4, &sin->sin_addr, 4);
 		skel->rodata->match6 = 0;
@@ -72,7 +73,8 @@ static void set_listen(struct xdp_gate_bpf *skel, const struct mmp_config *cfg)
 		const struct sockaddr_in6 *sin6 = (const void *)&cfg->listen;
 		bool any = IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr);
 
-		skel->rodata->port_lo = skel->rodata->port_hi = ntohs(sin6->sin6_port);
+		skel->rodata->port_lo = ntohs(sin6->sin6_port);
+		skel->rodata->port_hi = cfg->listen_port_hi;
 		/* [::] is dual-stack: IPv4 clients reach it too (docs/DESIGN.md §2). */
 		skel->rodata->match4 = any ? 1 : 0;
 		skel->rodata->match6 = any ? 1 : 2;

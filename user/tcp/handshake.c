@@ -16,6 +16,7 @@
 #include "policy/client_policy.h"
 #include "policy/policy.h"
 #include "lib/sockaddr.h"
+#include "listen/port_range.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
 #include "tcp/pending.h"
@@ -64,6 +65,24 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 	mmp_handshake_event(w, c, &c->client, EPOLLIN);
 }
 
+/*
+ * -4/-6 given as a range (docs/DESIGN.md §8): the port the load balancer
+ * connected to (getsockname: with sk_lookup one socket serves every port)
+ * picks the upstream port. A single upstream port keeps the shared target.
+ */
+static const struct sockaddr_storage *mapped_target(struct mmp_conn *c, const struct mmp_config *cfg, int family)
+{
+	uint16_t t_hi = family == AF_INET6 ? cfg->target6_port_hi : cfg->target4_port_hi;
+	const struct sockaddr_storage *t = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
+	struct sockaddr_storage local;
+	socklen_t len = sizeof(local);
+
+	if (t_hi == mmp_sa_port(t) || getsockname(c->client.fd, (struct sockaddr *)&local, &len))
+		return t;
+	mmp_port_range_upstream(cfg, family, mmp_sa_port(&local), &c->target_mapped);
+	return &c->target_mapped;
+}
+
 /* Which upstream and source address a parsed header leads to. */
 static void choose_route(struct mmp_worker *w, struct mmp_conn *c, const struct pp_header *hdr)
 {
@@ -72,13 +91,13 @@ static void choose_route(struct mmp_worker *w, struct mmp_conn *c, const struct 
 	if (hdr->command == PP_CMD_PROXY && (hdr->src.ss_family == AF_INET || hdr->src.ss_family == AF_INET6)) {
 		c->src_addr = hdr->src;
 		mmp_unmap_v4(&c->src_addr); /* ::ffff:a.b.c.d goes to the -4 upstream as a.b.c.d */
-		c->target = c->src_addr.ss_family == AF_INET ? &w->loop.cfg->target4 : &w->loop.cfg->target6;
+		c->target = mapped_target(c, w->loop.cfg, c->src_addr.ss_family == AF_INET ? AF_INET : AF_INET6);
 		return;
 	}
 	/* LOCAL (health check), UNKNOWN, UNSPEC or UNIX: connect as ourselves. */
 	c->src_addr.ss_family = AF_UNSPEC;
 	mmp_unmap_v4(&lb);
-	c->target = lb.ss_family == AF_INET6 ? &w->loop.cfg->target6 : &w->loop.cfg->target4;
+	c->target = mapped_target(c, w->loop.cfg, lb.ss_family == AF_INET6 ? AF_INET6 : AF_INET);
 }
 
 /*

@@ -14,6 +14,7 @@
 #include "lib/config.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
+#include "listen/port_steer.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
 #include "tcp/pending.h"
@@ -23,9 +24,9 @@
 #define EMFILE_BACKOFF_MS 100
 #define ENGINE_TICK_MS 1000
 
-static int make_listener(const struct mmp_config *cfg)
+static int make_listener(const struct sockaddr_storage *where)
 {
-	const struct sockaddr *sa = (const struct sockaddr *)&cfg->listen;
+	const struct sockaddr *sa = (const struct sockaddr *)where;
 	char addr[MMP_ADDRSTRLEN];
 	int one = 1, fd, err;
 
@@ -54,7 +55,8 @@ static void pause_accept(struct mmp_worker *w, int err)
 	/* Out of fds: stop polling the listener briefly instead of spinning or exiting. */
 	pr_err("accept failed: %s; pausing new connections for %d ms (raise LimitNOFILE / ulimit -n)",
 	       strerror(-err), EMFILE_BACKOFF_MS);
-	mmp_loop_del(&w->loop, w->listen_fd);
+	for (int i = 0; i < w->n_listens; i++)
+		mmp_loop_del(&w->loop, w->listens[i].fd);
 	mmp_loop_timer_arm(&w->loop, &w->accept_resume, mmp_now_ms() + EMFILE_BACKOFF_MS);
 }
 
@@ -64,20 +66,21 @@ static void resume_accept(struct mmp_loop *loop, struct mmp_timer *t)
 {
 	struct mmp_worker *w = mmp_worker_of(loop);
 
-	if (!loop->stopping)
-		mmp_loop_add(loop, w->listen_fd, &w->listen_handler, EPOLLIN);
+	for (int i = 0; i < w->n_listens && !loop->stopping; i++)
+		mmp_loop_add(loop, w->listens[i].fd, &w->listens[i].handler, EPOLLIN);
 }
 
 static void on_accept(struct mmp_loop *loop, struct mmp_handler *h, uint32_t events)
 {
 	struct mmp_worker *w = mmp_worker_of(loop);
+	struct mmp_listen_sock *ls = (struct mmp_listen_sock *)h;
 
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage peer;
 		socklen_t len = sizeof(peer);
 		int fd;
 
-		fd = accept4(w->listen_fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(ls->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			int err = -errno;
 
@@ -129,13 +132,40 @@ static void on_engine_tick(struct mmp_loop *loop, struct mmp_timer *t)
 	mmp_loop_timer_arm(loop, t, mmp_now_ms() + ENGINE_TICK_MS);
 }
 
+/*
+ * The listening socket(s) of this thread: -l's port; with a range, the
+ * first port steered by sk_lookup, or every port (docs/DESIGN.md §8).
+ */
+static int open_listeners(struct mmp_worker *w, const struct mmp_config *cfg, const struct mmp_port_steer *steer)
+{
+	int n = mmp_port_steer_sockets(cfg, steer), err;
+
+	w->listens = calloc(n, sizeof(*w->listens));
+	if (!w->listens)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_storage addr;
+
+		mmp_port_steer_addr(cfg, i, &addr);
+		w->listens[i].fd = make_listener(&addr);
+		if (w->listens[i].fd < 0)
+			return w->listens[i].fd;
+		w->n_listens = i + 1; /* opened, so mmp_worker_stop closes it */
+		w->listens[i].handler.on_event = on_accept;
+		err = mmp_loop_add(&w->loop, w->listens[i].fd, &w->listens[i].handler, EPOLLIN);
+		if (err)
+			return err;
+	}
+	return mmp_port_steer_add(steer, w->loop.id, w->listens[0].fd);
+}
+
 int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, const struct mmp_policy *policy,
-		    const struct mmp_engines *engines, struct mmp_counters *counters)
+		    const struct mmp_port_steer *steer, const struct mmp_engines *engines,
+		    struct mmp_counters *counters)
 {
 	int err;
 
 	memset(w, 0, sizeof(*w));
-	w->listen_fd = -1;
 	err = mmp_loop_open(&w->loop, id, cfg, counters);
 	if (err)
 		return err;
@@ -148,11 +178,7 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 	w->peek_buf = malloc(PP_MAX_HEADER_LEN);
 	if (!w->peek_buf)
 		return -ENOMEM;
-	w->listen_fd = make_listener(cfg);
-	if (w->listen_fd < 0)
-		return w->listen_fd;
-	w->listen_handler.on_event = on_accept;
-	err = mmp_loop_add(&w->loop, w->listen_fd, &w->listen_handler, EPOLLIN);
+	err = open_listeners(w, cfg, steer);
 	if (err)
 		return err;
 	w->accept_resume.fn = resume_accept;
@@ -185,9 +211,11 @@ int mmp_worker_start(struct mmp_worker *w)
 void mmp_worker_stop(struct mmp_worker *w)
 {
 	mmp_listener_thread_stop(&w->thread, w->loop.stop_fd, "listener", w->loop.id);
-	if (w->listen_fd >= 0)
-		close(w->listen_fd);
-	w->listen_fd = -1;
+	for (int i = 0; i < w->n_listens; i++)
+		close(w->listens[i].fd);
+	free(w->listens);
+	w->listens = NULL;
+	w->n_listens = 0;
 	/* Connections first: their release may use the engines' loop state (sockmap's index). */
 	mmp_conn_close_all(&w->loop);
 	mmp_loop_close(&w->loop);

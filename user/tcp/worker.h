@@ -16,6 +16,13 @@
 struct mmp_config;
 struct mmp_counters;
 struct mmp_policy;
+struct mmp_port_steer;
+
+/* One listening socket: -l's port, or one port of its range (listen/port_steer.h). */
+struct mmp_listen_sock {
+	struct mmp_handler handler; /* first: on_accept finds the socket from it */
+	int fd;
+};
 
 struct mmp_worker {
 	struct mmp_loop loop; /* first: the loop's callbacks find the worker from it */
@@ -23,8 +30,8 @@ struct mmp_worker {
 	struct mmp_engines engines; /* this loop's view of the run's engines */
 	bool engines_open;
 	uint8_t *peek_buf; /* PP_MAX_HEADER_LEN scratch for MSG_PEEK */
-	int listen_fd;
-	struct mmp_handler listen_handler;
+	struct mmp_listen_sock *listens; /* one, or one per port of -l's range without sk_lookup */
+	int n_listens;
 	struct mmp_timer accept_resume; /* accepting paused (out of fds) until it fires */
 	struct mmp_timer engine_tick; /* worker 0: the engines' once-a-second work */
 	struct mmp_tcp_log log; /* rate limits of per-connection lines */
@@ -37,9 +44,10 @@ static inline struct mmp_worker *mmp_worker_of(struct mmp_loop *loop)
 	return (struct mmp_worker *)loop;
 }
 
-/* Create the loop and the listening socket. Returns 0 or a negative errno after logging. */
+/* Create the loop and the listening socket(s). Returns 0 or a negative errno after logging. */
 int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, const struct mmp_policy *policy,
-		    const struct mmp_engines *engines, struct mmp_counters *counters);
+		    const struct mmp_port_steer *steer, const struct mmp_engines *engines,
+		    struct mmp_counters *counters);
 int mmp_worker_start(struct mmp_worker *w);
 /* Ask the worker to stop, join it, and free everything it owns. */
 void mmp_worker_stop(struct mmp_worker *w);

@@ -16,6 +16,7 @@
 #include "policy/policy.h"
 #include "udp/fast/udp_fast.h"
 #include "lib/sockaddr.h"
+#include "listen/port_range.h"
 #include "udp/udp.h"
 #include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
@@ -127,10 +128,11 @@ static int wait_for_signal(struct udp_shared *sh, struct mmp_policy *policy, con
 	}
 }
 
-int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const sigset_t *sigs)
+int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const struct mmp_port_steer *steer,
+		const sigset_t *sigs)
 {
-	struct udp_shared sh = { .cfg = cfg, .policy = policy };
-	char l[MMP_ADDRSTRLEN], t4[MMP_ADDRSTRLEN], t6[MMP_ADDRSTRLEN];
+	struct udp_shared sh = { .cfg = cfg, .policy = policy, .steer = steer };
+	char l[MMP_ADDRSTRLEN + 8], t4[MMP_ADDRSTRLEN + 8], t6[MMP_ADDRSTRLEN + 8];
 	struct mmp_udp_counters totals;
 	struct udp_worker *w;
 	bool want_fast;
@@ -185,10 +187,11 @@ int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const s
 			goto out_workers;
 	}
 	pr_info("listening on udp %s with %d listeners, --udp-header %s, idle flows close after %d s, up to %u flows, %s; IPv4 upstream %s, IPv6 upstream %s",
-		mmp_fmt_addr((const void *)&cfg->listen, l), cfg->listeners, header_mode_name(cfg->udp_header),
+		mmp_fmt_port_range(&cfg->listen, cfg->listen_port_hi, l), cfg->listeners, header_mode_name(cfg->udp_header),
 		cfg->close_after_s, sh.max_flows,
 		sh.fast ? "flows moved in the kernel (fast path)" : "every datagram relayed in userspace",
-		mmp_fmt_addr((const void *)&cfg->target4, t4), mmp_fmt_addr((const void *)&cfg->target6, t6));
+		mmp_fmt_port_range(&cfg->target4, cfg->target4_port_hi, t4),
+		mmp_fmt_port_range(&cfg->target6, cfg->target6_port_hi, t6));
 
 	mmp_notify_ready("listening (udp)");
 	sig = wait_for_signal(&sh, policy, w, cfg->listeners, sigs);

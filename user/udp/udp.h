@@ -7,12 +7,14 @@
 #include "lib/config.h"
 
 struct mmp_policy;
+struct mmp_port_steer;
 
 /*
  * Run the UDP proxy until one of the signals in *sigs arrives (they are
  * blocked in every thread; wait for them with sigwait or a signalfd).
  * Returns 0 on a clean stop, or a negative errno after logging.
  */
-int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const sigset_t *sigs);
+int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const struct mmp_port_steer *steer,
+		const sigset_t *sigs);
 
 #endif

@@ -31,7 +31,8 @@ struct udp_flow {
 	struct udp_ep local; /* our address the load balancer sent to */
 	struct sockaddr_storage lb_sa; /* reply destination, as the listen socket saw it */
 	socklen_t lb_salen;
-	const struct sockaddr_storage *target; /* -4 or -6 */
+	const struct sockaddr_storage *target; /* -4 or -6, or target_mapped */
+	struct sockaddr_storage target_mapped; /* -4/-6 given as a range: the port mapped from local's (docs/DESIGN.md §8) */
 	uint8_t spp_hdr[SPP_HEADER_LEN]; /* SPP: the header replies carry */
 	uint64_t cookie; /* SO_COOKIE of fd: the key in mmp_udp_flows */
 	bool fast; /* handed to the kernel: fast_fwd || fast_rev */

@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdio.h>
+#include <netinet/in.h>
 #include "policy/client_policy.h"
 #include "lib/log.h"
 #include "policy/policy.h"
 #include "lib/sockaddr.h"
+#include "listen/port_range.h"
 #include "udp/udp_classify.h"
 #include "udp/udp_flow_policy.h"
 #include "udp/udp_drop.h"
 #include "udp/udp_thread.h"
 
 bool udp_client_refused(struct udp_worker *w, const struct udp_dgram_info *info, const struct udp_ep *lb,
-			const struct sockaddr_storage *lb_sa)
+			const struct sockaddr_storage *lb_sa, uint16_t local_port)
 {
 	const struct sockaddr *client = (const struct sockaddr *)&info->client;
-	const struct sockaddr_storage *target = client->sa_family == AF_INET6 ? &w->cfg->target6 : &w->cfg->target4;
-	enum mmp_client_verdict v = mmp_client_check(client, (const struct sockaddr *)lb_sa, (const void *)target);
+	struct sockaddr_storage target;
+	enum mmp_client_verdict v;
 	char why[160], c[MMP_ADDRSTRLEN];
+
+	/* The upstream this flow would reach: with -4/-6 ranges, the one mapped from our port (docs/DESIGN.md §8). */
+	mmp_port_range_upstream(w->cfg, client->sa_family == AF_INET6 ? AF_INET6 : AF_INET, ntohs(local_port), &target);
+	v = mmp_client_check(client, (const struct sockaddr *)lb_sa, (const void *)&target);
 
 	if (v == MMP_CLIENT_OK)
 		return false;

@@ -13,15 +13,20 @@
 #define MMP_UDP_FLOW_POLICY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include "udp/udp_ep.h"
 
 struct udp_worker;
 struct udp_dgram_info;
 
-/* The header's client breaks the client policy: count it, log it (rate-limited); true = drop. */
+/*
+ * The header's client breaks the client policy (local_port, network order:
+ * the port the datagram came to, which picks a range's upstream): count it,
+ * log it (rate-limited); true = drop.
+ */
 bool udp_client_refused(struct udp_worker *w, const struct udp_dgram_info *info, const struct udp_ep *lb,
-			const struct sockaddr_storage *lb_sa);
+			const struct sockaddr_storage *lb_sa, uint16_t local_port);
 
 /* True when replies may move to load balancer lb_sa: it is in a -a file's subnets. */
 bool udp_move_to_other_lb_ok(const struct udp_worker *w, const struct sockaddr_storage *lb_sa);

@@ -162,7 +162,7 @@ not_allowed:
 		 hint_for(MMP_UDP_CNT_drop_not_allowed));
 }
 
-static void on_listen_msg(struct udp_worker *w, int i)
+static void on_listen_msg(struct udp_worker *w, int i, uint16_t port)
 {
 	struct msghdr *mh = &w->rx.msgs[i].msg_hdr;
 	const uint8_t *p = w->rx.iov[i].iov_base;
@@ -173,7 +173,10 @@ static void on_listen_msg(struct udp_worker *w, int i)
 
 	udp_ep_from_sa(&lb, (const struct sockaddr *)&w->rx.names[i]);
 	gso = udp_rx_cmsgs(mh, w->wildcard ? &local : NULL, &ifindex, &mark);
-	local.port = w->listen_ep.port;
+	local.port = port;
+	/* sk_lookup hands this socket every port of the range: the datagram says which (docs/DESIGN.md §8). */
+	if (w->multiport && udp_rx_orig_port(mh))
+		local.port = udp_rx_orig_port(mh);
 	if (mh->msg_flags & MSG_TRUNC) {
 		udp_cnt_add(w, MMP_UDP_CNT_rx_dgrams, 1);
 		udp_drop(w, MMP_UDP_CNT_drop_too_big, &lb, "datagram larger than the receive buffer",
@@ -190,10 +193,10 @@ static void on_listen_msg(struct udp_worker *w, int i)
 			 mh->msg_namelen, &local, ifindex, mark);
 }
 
-void udp_relay_listen(struct udp_worker *w)
+void udp_relay_listen(struct udp_worker *w, int fd, uint16_t port)
 {
 	for (int round = 0; round < LISTEN_ROUNDS; round++) {
-		int n = udp_rx_batch(w->listen_fd, &w->rx, 0, UDP_BATCH);
+		int n = udp_rx_batch(fd, &w->rx, 0, UDP_BATCH);
 
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
@@ -201,7 +204,7 @@ void udp_relay_listen(struct udp_worker *w)
 			break;
 		}
 		for (int i = 0; i < n; i++)
-			on_listen_msg(w, i);
+			on_listen_msg(w, i, port);
 		udp_relay_flush_forward(w);
 		if (n < UDP_BATCH)
 			break;

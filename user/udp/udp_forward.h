@@ -5,6 +5,7 @@
 
 struct udp_worker;
 
-void udp_relay_listen(struct udp_worker *w); /* the listen socket is readable */
+/* A listen socket, bound to port (network order), is readable. */
+void udp_relay_listen(struct udp_worker *w, int fd, uint16_t port);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include "lib/log.h"
 #include "lib/sockaddr.h"
+#include "listen/port_range.h"
 #include "udp/udp_classify.h"
 #include "udp/fast/udp_fast.h"
 #include "udp/fast/udp_maps.h"
@@ -160,6 +161,18 @@ static void set_reply_route(struct udp_flow *f, const struct udp_ep *lb, const s
 	f->local = *local;
 }
 
+/* The upstream of -4/-6 for f's family; a range's port follows the port the load balancer sent to (docs/DESIGN.md §8). */
+static const struct sockaddr_storage *mapped_target(struct udp_flow *f, const struct mmp_config *cfg, int family)
+{
+	const struct sockaddr_storage *t = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
+	uint16_t t_hi = family == AF_INET6 ? cfg->target6_port_hi : cfg->target4_port_hi;
+
+	if (t_hi == mmp_sa_port(t))
+		return t;
+	mmp_port_range_upstream(cfg, family == AF_INET6 ? AF_INET6 : AF_INET, ntohs(f->local.port), &f->target_mapped);
+	return &f->target_mapped;
+}
+
 /* Open a flow: the upstream socket, the indexes, epoll and the map entry. NULL after counting the drop. */
 static struct udp_flow *flow_open(struct udp_worker *w, const struct udp_dgram_info *info, uint8_t format,
 				  const struct udp_ep *lb, const struct sockaddr_storage *lb_sa, socklen_t lb_salen,
@@ -190,11 +203,11 @@ static struct udp_flow *flow_open(struct udp_worker *w, const struct udp_dgram_i
 	set_reply_route(f, lb, lb_sa, lb_salen, local);
 	if (format == MMP_UDP_FMT_LOCAL) {
 		/* A health check: from our own address, to the upstream of the LB's family. */
-		f->target = lb->family == AF_INET6 ? &cfg->target6 : &cfg->target4;
+		f->target = mapped_target(f, cfg, lb->family);
 	} else {
 		src = (const struct sockaddr *)&info->client;
 		udp_ep_from_sa(&f->client, src);
-		f->target = src->sa_family == AF_INET6 ? &cfg->target6 : &cfg->target4;
+		f->target = mapped_target(f, cfg, src->sa_family);
 		if (format == MMP_UDP_FMT_SPP)
 			memcpy(f->spp_hdr, hdr, SPP_HEADER_LEN);
 		/* The newest flow of a client wins; a thread that held it closes its own. */
@@ -281,7 +294,7 @@ struct udp_flow *udp_flow_for_header(struct udp_worker *w, const struct udp_dgra
 		udp_ep_from_sa(&client, (const struct sockaddr *)&info->client);
 	else
 		memset(&client, 0, sizeof(client));
-	if (format != MMP_UDP_FMT_LOCAL && udp_client_refused(w, info, lb, lb_sa))
+	if (format != MMP_UDP_FMT_LOCAL && udp_client_refused(w, info, lb, lb_sa, local->port))
 		return NULL;
 	/* Before anything closes: may this header move the client's replies here? */
 	g = format != MMP_UDP_FMT_LOCAL ? udp_ft_by_client(&w->ft, &client) : NULL;

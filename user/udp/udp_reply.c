@@ -22,6 +22,7 @@
 #include "udp/udp_lifecycle.h"
 #include "udp/udp_reply.h"
 #include "udp/udp_thread.h"
+#include "udp/udp_worker.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -116,7 +117,7 @@ static void reply_split(struct udp_worker *w, int m)
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 		tx_prepare(w, f, &mh, &ctl, 0);
-		if (sendmsg(w->listen_fd, &mh, MSG_DONTWAIT) < 0)
+		if (sendmsg(udp_worker_port_fd(w, f->local.port), &mh, MSG_DONTWAIT) < 0)
 			reply_failed(w, f, 1, errno);
 		else
 			sent++;
@@ -132,7 +133,12 @@ static void tx_flush(struct udp_worker *w)
 	int i = 0;
 
 	while (i < tx->n) {
-		int ret = sendmmsg(w->listen_fd, tx->msgs + i, tx->n - i, MSG_DONTWAIT);
+		/* One sendmmsg per run of replies from the same port (a range's ports have a socket each, docs/DESIGN.md §8). */
+		int fd = udp_worker_port_fd(w, tx->flow[i]->local.port), run = 1, ret;
+
+		while (w->port_fds && i + run < tx->n && tx->flow[i + run]->local.port == tx->flow[i]->local.port)
+			run++;
+		ret = sendmmsg(fd, tx->msgs + i, run, MSG_DONTWAIT);
 
 		if (ret < 0 && errno == EINTR)
 			continue;

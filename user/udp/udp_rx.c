@@ -104,3 +104,22 @@ int udp_rx_cmsgs(struct msghdr *mh, struct udp_ep *local, int *ifindex, uint32_t
 	return gso;
 }
 
+
+uint16_t udp_rx_orig_port(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_ORIGDSTADDR) {
+			struct sockaddr_in sin;
+
+			memcpy(&sin, CMSG_DATA(c), sizeof(sin));
+			return sin.sin_port;
+		}
+		if (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_ORIGDSTADDR) {
+			struct sockaddr_in6 sin6;
+
+			memcpy(&sin6, CMSG_DATA(c), sizeof(sin6));
+			return sin6.sin6_port;
+		}
+	}
+	return 0;
+}

@@ -15,6 +15,8 @@ int udp_rx_batch(int fd, struct udp_rx *rx, int first, int n);
  * (*mark, 0 if none).
  */
 int udp_rx_cmsgs(struct msghdr *mh, struct udp_ep *local, int *ifindex, uint32_t *mark);
+/* The destination port of a received datagram (network order) from IP(V6)_ORIGDSTADDR; 0 without it. */
+uint16_t udp_rx_orig_port(struct msghdr *mh);
 
 /* Lazily mapped buffers for w. Returns 0 or -ENOMEM. */
 int udp_relay_alloc(struct udp_worker *w);

@@ -42,7 +42,7 @@ static void grow_buffers(int fd, int bytes)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 }
 
-int udp_listen_socket(const struct sockaddr *addr, bool fast, bool *wildcard)
+static int listen_socket(const struct sockaddr *addr, bool fast, bool origdst, bool *wildcard)
 {
 	char a[MMP_ADDRSTRLEN];
 	const char *what;
@@ -74,6 +74,19 @@ int udp_listen_socket(const struct sockaddr *addr, bool fast, bool *wildcard)
 		/* Coalesced datagrams from one load balancer ip:port arrive as one read; optional. */
 		setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	}
+	if (origdst) {
+		/*
+		 * Unlike PKTINFO, the IPv6 option does not cover IPv4 datagrams on a
+		 * dual-stack [::] socket: those report IP_ORIGDSTADDR, asked for with
+		 * the IPv4 option, which such a socket takes too.
+		 */
+		what = "IP_RECVORIGDSTADDR";
+		if (setsockopt(fd, SOL_IP, IP_RECVORIGDSTADDR, &one, sizeof(one)) && addr->sa_family == AF_INET)
+			goto fail;
+		what = "IPV6_RECVORIGDSTADDR";
+		if (addr->sa_family == AF_INET6 && setsockopt(fd, SOL_IPV6, IPV6_RECVORIGDSTADDR, &one, sizeof(one)))
+			goto fail;
+	}
 	grow_buffers(fd, LISTEN_BUF_BYTES);
 	what = "bind";
 	if (bind(fd, addr, mmp_sockaddr_len(addr)))
@@ -88,6 +101,36 @@ fail_nofd:
 	       : err == -EADDRNOTAVAIL ? " (the address is not configured on this host: change -l)"
 				       : "");
 	return err;
+}
+
+int udp_listen_socket(const struct sockaddr *addr, bool fast, bool *wildcard)
+{
+	return listen_socket(addr, fast, false, wildcard);
+}
+
+int udp_listen_socket_multiport(const struct sockaddr *addr, bool fast, bool *wildcard)
+{
+	return listen_socket(addr, fast, true, wildcard);
+}
+
+int udp_reply_socket(const struct sockaddr *addr)
+{
+	char a[MMP_ADDRSTRLEN];
+	int one = 1, fd, err;
+
+	fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) || bind(fd, addr, mmp_sockaddr_len(addr))) {
+		err = -errno;
+		close(fd);
+		pr_conn("udp: failed to open the reply socket of %s: %s (its replies leave from the first port of -l)",
+			mmp_fmt_addr(addr, a), strerror(-err));
+		return err;
+	}
+	grow_buffers(fd, LISTEN_BUF_BYTES);
+	return fd;
 }
 
 int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, bool rcvmark,

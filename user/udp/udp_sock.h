@@ -19,6 +19,19 @@
  * after logging the cause and the fix.
  */
 int udp_listen_socket(const struct sockaddr *addr, bool fast, bool *wildcard);
+/*
+ * The same, for the listener that sk_lookup hands every port of a range
+ * (docs/DESIGN.md §8): it also asks for each datagram's original destination
+ * (IP_RECVORIGDSTADDR / IPV6_RECVORIGDSTADDR), whose port IP_PKTINFO lacks.
+ */
+int udp_listen_socket_multiport(const struct sockaddr *addr, bool fast, bool *wildcard);
+/*
+ * A socket that only sends the replies of one port of a range served through
+ * sk_lookup: bound to addr (SO_REUSEPORT, one per listener thread), never
+ * read. sk_lookup runs before the kernel looks at unconnected sockets, so it
+ * receives nothing. Returns the fd, or a negative errno after logging.
+ */
+int udp_reply_socket(const struct sockaddr *addr);
 
 /*
  * A non-blocking UDP socket connected to target. With src, it is made

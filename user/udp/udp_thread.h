@@ -25,6 +25,8 @@
 #include "udp/udp_flow.h"
 #include "udp/udp_ratelimit.h"
 
+struct mmp_port_steer;
+
 struct mmp_policy;
 struct udp_fast;
 struct udp_maps;
@@ -40,6 +42,7 @@ struct udp_registry;
 struct udp_shared {
 	const struct mmp_config *cfg;
 	const struct mmp_policy *policy;
+	const struct mmp_port_steer *steer; /* how -l's ports reach the listeners (docs/DESIGN.md §8) */
 	struct udp_maps *maps;
 	struct udp_registry *reg; /* NULL with one listener */
 	struct udp_fast *fast; /* NULL: every datagram through userspace */
@@ -49,9 +52,14 @@ struct udp_shared {
 	uint64_t idle_ns; /* -c */
 };
 
-/* Control data of one received or sent datagram: PKTINFO (either family), UDP_GRO/UDP_SEGMENT, SO_MARK. */
+/*
+ * Control data of one received or sent datagram: PKTINFO (either family),
+ * UDP_GRO/UDP_SEGMENT, SO_MARK, and with a port range the original
+ * destination (IP(V6)_ORIGDSTADDR: which port of the range).
+ */
 union udp_cmsg {
-	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint32_t))];
+	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint32_t)) +
+		 CMSG_SPACE(sizeof(struct sockaddr_in6))];
 	struct cmsghdr align;
 };
 
@@ -98,6 +106,16 @@ struct udp_worker {
 	bool wildcard; /* listening on 0.0.0.0 / [::]: replies need the source address set */
 	bool header_required; /* --udp-header every or spp */
 	struct udp_ep listen_ep; /* the listen address (the local address when not wildcard) */
+	/*
+	 * A port range (docs/DESIGN.md §8): port_fds[k] sends the replies of port
+	 * LO+k. With sk_lookup (multiport) listen_fd receives every port and the
+	 * others are opened on a flow's first reply; without, each receives its
+	 * own port. NULL for a single port: listen_fd does everything.
+	 */
+	int *port_fds;
+	int n_port_fds;
+	uint16_t port_lo; /* host order */
+	bool multiport;
 	pthread_t thread;
 	bool stopping;
 	uint64_t now_ns; /* CLOCK_MONOTONIC, taken once per loop iteration */

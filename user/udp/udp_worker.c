@@ -6,6 +6,7 @@
  * udp_lifecycle.c.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include "core/listener_thread.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
+#include "listen/port_range.h"
+#include "listen/port_steer.h"
 #include "udp/fast/udp_fast.h"
 #include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
@@ -32,6 +35,13 @@
 
 /* epoll_data.ptr tags for the fds that are not flows. */
 static char listen_tag, stop_tag, mbox_tag;
+
+/* Without sk_lookup, a range's sockets are tagged with their slot in port_fds. */
+static bool is_port_tag(const struct udp_worker *w, const void *ptr)
+{
+	return w->port_fds && !w->multiport && (const int *)ptr >= w->port_fds &&
+	       (const int *)ptr < w->port_fds + w->n_port_fds;
+}
 
 
 /* ------------------------------------------------------------- timers -- */
@@ -143,7 +153,8 @@ static void *worker_main(void *arg)
 	w->next_tick_ns = w->now_ns + TICK_NS;
 	while (!w->stopping) {
 		bool listen_ready = false, mail = false;
-		int n = epoll_wait(w->epfd, evs, MAX_EVENTS, next_timeout_ms(w));
+		int n = epoll_wait(w->epfd, evs, MAX_EVENTS, next_timeout_ms(w)), n_ports_ready = 0;
+		int *ports_ready[MAX_EVENTS];
 
 		if (n < 0 && errno != EINTR) {
 			pr_err("udp listener %d: epoll_wait failed: %s", w->id, strerror(errno));
@@ -160,12 +171,16 @@ static void *worker_main(void *arg)
 				listen_ready = true;
 			else if (ptr == &mbox_tag)
 				mail = true;
+			else if (is_port_tag(w, ptr))
+				ports_ready[n_ports_ready++] = ptr;
 			else
 				udp_relay_reply(w, ptr, evs[i].events);
 		}
 		udp_relay_flush_replies(w);
 		if (listen_ready)
-			udp_relay_listen(w);
+			udp_relay_listen(w, w->listen_fd, w->listen_ep.port);
+		for (int i = 0; i < n_ports_ready; i++) /* one socket per port of a range (docs/DESIGN.md §8) */
+			udp_relay_listen(w, *ports_ready[i], htons((uint16_t)(w->port_lo + (ports_ready[i] - w->port_fds))));
 		if (w->draining)
 			udp_flows_publish_drain(w);
 		if (mail)
@@ -182,6 +197,77 @@ static int watch(struct udp_worker *w, int fd, void *tag)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
 
 	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+int udp_worker_port_fd(struct udp_worker *w, uint16_t port)
+{
+	struct sockaddr_storage addr;
+	int k;
+
+	if (!w->port_fds)
+		return w->listen_fd;
+	k = (int)ntohs(port) - w->port_lo;
+	if (k < 0 || k >= w->n_port_fds)
+		return w->listen_fd;
+	if (w->port_fds[k] < 0) {
+		/* sk_lookup: this port's first reply; a failure leaves it unopened, to try at its next reply. */
+		mmp_port_steer_addr(w->cfg, k, &addr);
+		w->port_fds[k] = udp_reply_socket((const struct sockaddr *)&addr);
+		if (w->port_fds[k] < 0) {
+			w->port_fds[k] = -1;
+			return w->listen_fd;
+		}
+	}
+	return w->port_fds[k];
+}
+
+/*
+ * The listen socket(s) of a port range (docs/DESIGN.md §8): with sk_lookup,
+ * one socket on the first port receives them all (reply sockets come later);
+ * without, one per port.
+ */
+static int open_port_range(struct udp_worker *w, const struct sockaddr *listen)
+{
+	const struct udp_shared *sh = w->sh;
+	int err;
+
+	w->port_lo = mmp_sa_port(&sh->cfg->listen);
+	w->n_port_fds = sh->cfg->n_ports;
+	w->port_fds = malloc(sizeof(*w->port_fds) * w->n_port_fds);
+	if (!w->port_fds)
+		return -ENOMEM;
+	for (int k = 0; k < w->n_port_fds; k++)
+		w->port_fds[k] = -1;
+	w->multiport = mmp_port_steer_multiport(sh->cfg, sh->steer);
+	if (w->multiport) {
+		w->listen_fd = w->port_fds[0] = udp_listen_socket_multiport(listen, sh->fast != NULL, &w->wildcard);
+		if (w->listen_fd < 0)
+			return w->listen_fd;
+		err = watch(w, w->listen_fd, &listen_tag);
+		return err ? err : mmp_port_steer_add(sh->steer, w->id, w->listen_fd);
+	}
+	for (int k = 0; k < w->n_port_fds; k++) {
+		struct sockaddr_storage addr;
+
+		mmp_port_steer_addr(sh->cfg, k, &addr);
+		w->port_fds[k] = udp_listen_socket((const struct sockaddr *)&addr, sh->fast != NULL, &w->wildcard);
+		if (w->port_fds[k] < 0)
+			return w->port_fds[k];
+		err = watch(w, w->port_fds[k], &w->port_fds[k]);
+		if (err)
+			return err;
+	}
+	w->listen_fd = w->port_fds[0];
+	return 0;
+}
+
+static void close_port_range(struct udp_worker *w)
+{
+	for (int k = 0; w->port_fds && k < w->n_port_fds; k++)
+		if (w->port_fds[k] >= 0 && w->port_fds[k] != w->listen_fd)
+			close(w->port_fds[k]);
+	free(w->port_fds);
+	w->port_fds = NULL;
 }
 
 int udp_worker_init(struct udp_worker *w, int id, struct udp_shared *sh)
@@ -208,10 +294,16 @@ int udp_worker_init(struct udp_worker *w, int id, struct udp_shared *sh)
 		return err;
 	}
 	w->header_required = sh->cfg->udp_header == MMP_UDP_HDR_EVERY || sh->cfg->udp_header == MMP_UDP_HDR_SPP;
-	w->listen_fd = udp_listen_socket(listen, sh->fast != NULL, &w->wildcard);
-	if (w->listen_fd < 0)
-		return w->listen_fd;
-	err = watch(w, w->listen_fd, &listen_tag);
+	if (sh->cfg->n_ports > 1) {
+		err = open_port_range(w, listen);
+		if (err)
+			return err;
+	} else {
+		w->listen_fd = udp_listen_socket(listen, sh->fast != NULL, &w->wildcard);
+		if (w->listen_fd < 0)
+			return w->listen_fd;
+		err = watch(w, w->listen_fd, &listen_tag);
+	}
 	if (!err)
 		err = watch(w, w->stop_fd, &stop_tag);
 	if (!err && sh->reg) {
@@ -235,5 +327,6 @@ void udp_worker_stop(struct udp_worker *w)
 	udp_flows_close_all(w);
 	udp_ft_free(&w->ft);
 	udp_relay_free(w);
+	close_port_range(w);
 	mmp_listener_fds_close(&w->listen_fd, &w->stop_fd, &w->epfd);
 }
