@@ -245,6 +245,7 @@ struct mmp_udp_flow {
 	X(drop_no_flow, "dropped: no header and no flow for that load-balancer ip:port")            \
 	X(drop_too_big, "dropped: datagram larger than the receive buffer")                         \
 	X(drop_flow_limit, "dropped: flow limit reached (open-files limit)")                        \
+	X(drop_lb_quota, "dropped: the load balancer has --udp-max-flows-per-lb flows open")         \
 	X(drop_upstream_socket, "dropped: the upstream socket could not be opened or bound")        \
 	X(drop_fwd_send, "dropped: sending to the upstream failed")                                 \
 	X(drop_reply_send, "dropped: sending a reply to the load balancer failed")                  \

@@ -175,5 +175,26 @@ udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.64:29000 --c
 case_end
 mmp_stop
 
+# ------------------------------------------------------ per-LB quota --
+t_require udp_mmp_start --udp-header every -c 2 --listeners 2 --udp-max-flows-per-lb 40
+case_begin "--udp-max-flows-per-lb 40: 60 clients through one load-balancer address, 40 served, 20 dropped and counted; another address still served"
+mark=$(log_mark "$MMP_LOG")
+udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.65:29000 --clients 60 -n 1 --echo --timeout 2
+[[ $UDP_ECHOED == 40 ]] || case_fail "$UDP_ECHOED clients answered, expected 40: $(udp_result)"
+wait_log_since "$MMP_LOG" "$mark" "$KW.*--udp-max-flows-per-lb" 2 >/dev/null || case_fail "no '$KW ... --udp-max-flows-per-lb' line"
+udp_counters_fresh
+v=$(udp_counter drop_lb_quota)
+[[ $v == 20 ]] || case_fail "drop_lb_quota is ${v:-unreadable}, expected 20"
+# Another load-balancer address (the proxy namespace's loopback) has its own 40.
+udp_send "$TOPO_PROXY" -c "127.0.0.1:$PROXY_PORT" --format v2 --client 203.0.113.66:29000 --clients 30 -n 1 --echo --timeout 3 ||
+	case_fail "another load-balancer address was refused: $(udp_result)"
+# The places come back when the flows idle out (-c 2).
+sleep 2.5
+udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.67:29000 --clients 40 -n 1 --echo --timeout 3 ||
+	case_fail "after the idle close, the first address did not get its 40 back: $(udp_result)"
+case_note "40 of 60 served, drop_lb_quota $v; another address served; the places came back"
+case_end
+mmp_stop
+
 case_lifecycle
 t_finish

@@ -78,7 +78,7 @@ wait_udp_port() {
 # UDP_WRAP (an array) is put in front of the command, e.g. (prlimit --nofile=N:N --).
 UDP_WRAP=()
 udp_mmp_start() {
-	local listen="[::]:$PROXY_PORT" mode="" close="" allow="" listeners="" mark="" metrics="" verbosity=$MMP_VERBOSITY
+	local listen="[::]:$PROXY_PORT" mode="" close="" allow="" listeners="" mark="" metrics="" verbosity=$MMP_VERBOSITY extra=()
 	while (($#)); do
 		case $1 in
 		--udp-header) mode=$2 ;;
@@ -89,6 +89,7 @@ udp_mmp_start() {
 		-m) mark=$2 ;;
 		-v) verbosity=$2 ;;
 		--metrics) metrics=$2 ;;
+		--udp-max-flows-per-lb) extra+=("$1" "$2") ;; # mmproxy-bpf only
 		*)
 			MMP_START_ERR="udp_mmp_start: unknown option $1"
 			return 1
@@ -108,6 +109,7 @@ udp_mmp_start() {
 		[[ -n $listeners ]] && MMP_CMD+=(--listeners "$listeners")
 		[[ -n $mark ]] && MMP_CMD+=(-m "$mark")
 		[[ -n $metrics ]] && MMP_CMD+=(--metrics "$metrics")
+		MMP_CMD+=("${extra[@]}")
 	else
 		MMP_CMD=("$MMP_BIN" -p udp -l "$listen" -4 "127.0.0.1:$UP_PORT" -6 "[::1]:$UP_PORT" -v "$verbosity")
 		[[ -n $close ]] && MMP_CMD+=(-close-after "$close")

@@ -157,6 +157,8 @@ int mmp_quota_take(struct mmp_quota *q, const struct sockaddr *sa)
 	struct slot k, *s;
 	int err = 0;
 
+	if (!q)
+		return -ENOENT;
 	if (!key_of(sa, &k))
 		return -EAFNOSUPPORT;
 	pthread_mutex_lock(&q->lock);
@@ -186,7 +188,7 @@ void mmp_quota_give(struct mmp_quota *q, const struct sockaddr *sa)
 {
 	struct slot k, *s;
 
-	if (!key_of(sa, &k))
+	if (!q || !key_of(sa, &k))
 		return;
 	pthread_mutex_lock(&q->lock);
 	s = find(q, &k);

@@ -25,7 +25,8 @@ void mmp_quota_close(struct mmp_quota *q);
 
 /*
  * Take one for the address of sa (AF_INET or AF_INET6). Returns 0, -EDQUOT
- * when the address holds its limit already, -ENOMEM, or -EAFNOSUPPORT.
+ * when the address holds its limit already, -ENOMEM, -EAFNOSUPPORT, or
+ * -ENOENT for a NULL table (no quota: nothing taken). give(NULL) does nothing.
  */
 int mmp_quota_take(struct mmp_quota *q, const struct sockaddr *sa);
 

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include "lib/log.h"
+#include "policy/quota.h"
 #include "lib/notify.h"
 #include "policy/policy.h"
 #include "udp/fast/udp_fast.h"
@@ -140,6 +141,13 @@ int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const s
 
 	sh.max_flows = flow_limit(cfg->listeners);
 	sh.seed = random_seed();
+	/* One load balancer address cannot take every flow (docs/DESIGN.md §7a). */
+	err = mmp_quota_open(cfg->udp_max_flows_per_lb < sh.max_flows ? cfg->udp_max_flows_per_lb : sh.max_flows,
+			     sh.seed ^ 0x5eedULL, &sh.per_lb);
+	if (err) {
+		pr_err("UDP mode: out of memory for the per-load-balancer flow table");
+		return err;
+	}
 	sh.idle_ns = (uint64_t)cfg->close_after_s * 1000000000ULL;
 	/*
 	 * --engine auto (the default) and tc: the kernel moves established IPv4
@@ -151,7 +159,7 @@ int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const s
 	want_fast = cfg->engine == MMP_ENGINE_AUTO || cfg->engine == MMP_ENGINE_TC;
 	err = udp_maps_open(cfg->pin_dir, sh.max_flows, want_fast, &sh.maps);
 	if (err)
-		return err;
+		goto out_quota;
 	if (want_fast) {
 		err = udp_fast_open(cfg, sh.maps, &sh.fast);
 		if (err && cfg->engine == MMP_ENGINE_TC) {
@@ -209,5 +217,7 @@ out_registry:
 out_maps:
 	udp_fast_close(sh.fast);
 	udp_maps_close(sh.maps);
+out_quota:
+	mmp_quota_close(sh.per_lb);
 	return err;
 }

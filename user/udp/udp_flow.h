@@ -30,6 +30,9 @@ struct udp_flow {
 	struct udp_ep lb;
 	struct udp_ep local; /* our address the load balancer sent to */
 	struct sockaddr_storage lb_sa; /* reply destination, as the listen socket saw it */
+	/* The load balancer whose --udp-max-flows-per-lb quota the flow holds: the one that opened it. */
+	struct sockaddr_storage quota_sa;
+	bool quota_held;
 	socklen_t lb_salen;
 	const struct sockaddr_storage *target; /* -4 or -6, or target_mapped */
 	struct sockaddr_storage target_mapped; /* -4/-6 given as a range: the port mapped from local's (docs/DESIGN.md §8) */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include "lib/log.h"
+#include "policy/quota.h"
 #include "lib/sockaddr.h"
 #include "listen/port_range.h"
 #include "udp/udp_classify.h"
@@ -131,6 +132,8 @@ void udp_flows_publish_drain(struct udp_worker *w)
 static void flow_free(struct udp_worker *w, struct udp_flow *f)
 {
 	close(f->fd); /* also leaves epoll */
+	if (f->quota_held)
+		mmp_quota_give(w->sh->per_lb, (const struct sockaddr *)&f->quota_sa);
 	atomic_fetch_sub(&w->sh->nflows, 1);
 	udp_cnt_sub(w, MMP_UDP_CNT_flows_active, 1);
 	free(f);
@@ -198,6 +201,14 @@ static struct udp_flow *flow_open(struct udp_worker *w, const struct udp_dgram_i
 		udp_drop(w, MMP_UDP_CNT_drop_flow_limit, lb, "out of memory for a new flow", "free some memory");
 		return NULL;
 	}
+	err = mmp_quota_take(w->sh->per_lb, (const struct sockaddr *)lb_sa);
+	if (err == -EDQUOT || err == -ENOMEM) {
+		udp_drop(w, MMP_UDP_CNT_drop_lb_quota, lb, "its load balancer has --udp-max-flows-per-lb flows open",
+			 "raise --udp-max-flows-per-lb, or lower -c so idle flows close sooner");
+		goto fail_free;
+	}
+	f->quota_held = !err;
+	f->quota_sa = *lb_sa;
 	f->format = format;
 	f->stage_head = f->stage_tail = -1;
 	set_reply_route(f, lb, lb_sa, lb_salen, local);
@@ -269,6 +280,8 @@ fail_release:
 	if (src && w->sh->reg)
 		udp_registry_release(w->sh->reg, &f->client, w->id);
 fail_free:
+	if (f->quota_held)
+		mmp_quota_give(w->sh->per_lb, (const struct sockaddr *)&f->quota_sa);
 	free(f);
 	atomic_fetch_sub(&w->sh->nflows, 1);
 	return NULL;

@@ -47,6 +47,7 @@ struct udp_shared {
 	struct udp_registry *reg; /* NULL with one listener */
 	struct udp_fast *fast; /* NULL: every datagram through userspace */
 	atomic_uint nflows; /* flows open in all threads */
+	struct mmp_quota *per_lb; /* flows per load-balancer address (--udp-max-flows-per-lb) */
 	uint32_t max_flows;
 	uint64_t seed;
 	uint64_t idle_ns; /* -c */
