@@ -22,7 +22,8 @@
 #include "udp/udp_lifecycle.h"
 #include "udp/udp_reply.h"
 #include "udp/udp_thread.h"
-#include "udp/udp_worker.h"
+#include "udp/udp_sock.h"
+#include "listen/port_steer.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -97,6 +98,29 @@ static void reply_sent(struct udp_worker *w, int m, uint64_t wire_bytes)
 	udp_cnt_add(w, MMP_UDP_CNT_sent_bytes, wire_bytes);
 }
 
+/* The socket that sends replies from our port (network order): a range's own, opened at its first reply, else the listen socket. */
+static int reply_fd(struct udp_worker *w, uint16_t port)
+{
+	struct sockaddr_storage addr;
+	int k;
+
+	if (!w->port_fds)
+		return w->listen_fd;
+	k = (int)ntohs(port) - w->port_lo;
+	if (k < 0 || k >= w->n_port_fds)
+		return w->listen_fd;
+	if (w->port_fds[k] < 0) {
+		/* sk_lookup: this port's first reply; a failure leaves it unopened, to try at its next reply. */
+		mmp_port_steer_addr(w->cfg, k, &addr);
+		w->port_fds[k] = udp_reply_socket((const struct sockaddr *)&addr);
+		if (w->port_fds[k] < 0) {
+			w->port_fds[k] = -1;
+			return w->listen_fd;
+		}
+	}
+	return w->port_fds[k];
+}
+
 /* A GSO reply the kernel refused: send its segments one by one. */
 static void reply_split(struct udp_worker *w, int m)
 {
@@ -117,7 +141,7 @@ static void reply_split(struct udp_worker *w, int m)
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 		tx_prepare(w, f, &mh, &ctl, 0);
-		if (sendmsg(udp_worker_port_fd(w, f->local.port), &mh, MSG_DONTWAIT) < 0)
+		if (sendmsg(reply_fd(w, f->local.port), &mh, MSG_DONTWAIT) < 0)
 			reply_failed(w, f, 1, errno);
 		else
 			sent++;
@@ -134,7 +158,7 @@ static void tx_flush(struct udp_worker *w)
 
 	while (i < tx->n) {
 		/* One sendmmsg per run of replies from the same port (a range's ports have a socket each, docs/DESIGN.md §8). */
-		int fd = udp_worker_port_fd(w, tx->flow[i]->local.port), run = 1, ret;
+		int fd = reply_fd(w, tx->flow[i]->local.port), run = 1, ret;
 
 		while (w->port_fds && i + run < tx->n && tx->flow[i + run]->local.port == tx->flow[i]->local.port)
 			run++;

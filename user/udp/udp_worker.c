@@ -199,28 +199,6 @@ static int watch(struct udp_worker *w, int fd, void *tag)
 	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-int udp_worker_port_fd(struct udp_worker *w, uint16_t port)
-{
-	struct sockaddr_storage addr;
-	int k;
-
-	if (!w->port_fds)
-		return w->listen_fd;
-	k = (int)ntohs(port) - w->port_lo;
-	if (k < 0 || k >= w->n_port_fds)
-		return w->listen_fd;
-	if (w->port_fds[k] < 0) {
-		/* sk_lookup: this port's first reply; a failure leaves it unopened, to try at its next reply. */
-		mmp_port_steer_addr(w->cfg, k, &addr);
-		w->port_fds[k] = udp_reply_socket((const struct sockaddr *)&addr);
-		if (w->port_fds[k] < 0) {
-			w->port_fds[k] = -1;
-			return w->listen_fd;
-		}
-	}
-	return w->port_fds[k];
-}
-
 /*
  * The listen socket(s) of a port range (docs/DESIGN.md §8): with sk_lookup,
  * one socket on the first port receives them all (reply sockets come later);

@@ -8,8 +8,6 @@
 /* Set up w (listen socket, epoll, buffers). Returns 0 or a negative errno after logging. */
 int udp_worker_init(struct udp_worker *w, int id, struct udp_shared *sh);
 int udp_worker_start(struct udp_worker *w);
-/* The socket that sends replies from our port (network order): a range's own, else the listen socket. */
-int udp_worker_port_fd(struct udp_worker *w, uint16_t port);
 /* Stop and join the thread (if started), close every flow, free everything. */
 void udp_worker_stop(struct udp_worker *w);
 
