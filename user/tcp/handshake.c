@@ -126,8 +126,13 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 	c->upstream.fd = fd;
 	c->deadline_ms = mmp_now_ms() + w->loop.cfg->connect_timeout_ms;
 	mmp_loop_set_state(&w->loop, c, CONN_CONNECTING);
-	/* The client is not read until the upstream is up; only watch for errors. */
-	if (mmp_loop_watch(&w->loop, &c->client, EPOLLRDHUP) || mmp_loop_watch(&w->loop, &c->upstream, EPOLLOUT))
+	/*
+	 * The client is not read until the upstream is up. Its registration stays
+	 * edge-triggered from the header (EPOLLIN | EPOLLRDHUP | EPOLLET), so more
+	 * bytes wake us once and are ignored (mmp_handshake_event), and no
+	 * EPOLL_CTL_MOD is spent here: the engine sets its own mask at start.
+	 */
+	if (mmp_loop_watch(&w->loop, &c->upstream, EPOLLOUT))
 		mmp_conn_close(&w->loop, c, false, false);
 }
 
@@ -187,14 +192,17 @@ fail:
 	mmp_conn_close(&w->loop, c, false, false);
 }
 
-static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
+static void finish_connect(struct mmp_worker *w, struct mmp_conn *c, uint32_t events)
 {
 	char a[MMP_ADDRSTRLEN], b[MMP_ADDRSTRLEN];
 	socklen_t len = sizeof(int);
 	int err = 0;
 
-	if (getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &err, &len))
+	/* A failed connect always reports EPOLLERR (and EPOLLHUP); a bare EPOLLOUT is a connected socket. */
+	if ((events & (EPOLLERR | EPOLLHUP)) && getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &err, &len))
 		err = errno;
+	if (!err && (events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLOUT))
+		err = ECONNRESET; /* HUP without an error and without being writable: not connected */
 	if (err) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
 		log_conn(w, TCP_LOG_UPSTREAM, "upstream %s refused client %s: connect failed: %s%s",
@@ -220,7 +228,7 @@ void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_en
 		return;
 	}
 	if (ep == &c->upstream) {
-		finish_connect(w, c);
+		finish_connect(w, c, events);
 		return;
 	}
 	/* The client went away while we were connecting. */
