@@ -52,7 +52,7 @@ struct mmp_conn {
 	uint64_t deadline_ms; /* header or connect deadline */
 	struct mmp_conn *prev, *next; /* in the loop's list for its state */
 	size_t header_len; /* PROXY header length */
-	bool header_consumed; /* read off the socket, or left for an engine that strips it in the kernel */
+	bool header_consumed; /* read off the socket, or taken by the engine (splice drops it, sockmap strips it) */
 	struct mmp_conn *poll_prev, *poll_next; /* in the loop's poll list */
 	bool polling;
 };

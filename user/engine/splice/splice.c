@@ -181,6 +181,11 @@ static int splice_start(struct mmp_loop *loop, struct mmp_conn *c)
 	s->dir[0].pipe_rd = s->dir[0].pipe_wr = s->dir[1].pipe_rd = s->dir[1].pipe_wr = -1;
 	c->ctx = s;
 	/* No pipes yet: a direction opens its own once it needs one (splice_copy.c). */
+	if (!c->header_consumed) {
+		/* The handshake left the PROXY header queued: the first read drops it (docs/DESIGN.md §3d). */
+		s->dir[0].skip = c->header_len;
+		c->header_consumed = true;
+	}
 	/* Bytes that came with the header are already queued: move them now. */
 	step(loop, c);
 	return 0;

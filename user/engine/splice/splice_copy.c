@@ -51,6 +51,7 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 	char buf[MMP_SPLICE_COPY_BYTES];
 
 	while (!d->src_eof && !mmp_splice_piped(d)) {
+		size_t skip, len;
 		ssize_t n, sent;
 
 		if (d->copied >= MMP_SPLICE_COPY_LIMIT) {
@@ -70,16 +71,20 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 			d->src_eof = true;
 			break;
 		}
-		do
-			sent = send(dst, buf, n, MSG_NOSIGNAL);
-		while (sent < 0 && errno == EINTR);
+		d->copied += n;
+		/* The PROXY header comes first on the client's socket: dropped, never sent on. */
+		skip = d->skip < (size_t)n ? d->skip : (size_t)n;
+		d->skip -= skip;
+		len = n - skip;
+		sent = 0;
+		while (len > 0 && (sent = send(dst, buf + skip, len, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+			;
 		if (sent < 0 && errno != EAGAIN)
 			return PUMP_RESET_SRC;
 		if (sent < 0)
 			sent = 0;
-		d->copied += n;
-		if (sent < n)
-			return park_rest(d, buf, sent, n); /* dst is full: wait for EPOLLOUT */
+		if ((size_t)sent < len)
+			return park_rest(d, buf + skip, sent, len); /* dst is full: wait for EPOLLOUT */
 		/*
 		 * A short read drained the socket: epoll is level-triggered here, so
 		 * more bytes or the FIN wake us again; asking now would only get EAGAIN.

@@ -30,6 +30,7 @@ struct mmp_splice_dir {
 	size_t cap; /* the pipe's size, 0 while not open */
 	size_t in_pipe; /* bytes read from src not yet written to dst */
 	size_t copied; /* bytes moved by the first-bytes path */
+	size_t skip; /* bytes still to drop from src first: the PROXY header the handshake left queued */
 	bool src_eof; /* src sent FIN */
 	bool dst_shut; /* FIN forwarded to dst after every byte */
 };
