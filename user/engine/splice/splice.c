@@ -125,8 +125,16 @@ static uint32_t interest(const struct mmp_splice_dir *rd, const struct mmp_splic
 		ev |= EPOLLIN;
 	if (wr->in_pipe > 0)
 		ev |= EPOLLOUT;
-	/* A socket with nothing to wait for still needs polling for errors (reset). */
-	return ev ? ev : EPOLLRDHUP;
+	/*
+	 * A socket with nothing to wait for still needs polling for errors (a
+	 * reset: EPOLLERR and EPOLLHUP are always reported). Edge-triggered and
+	 * without EPOLLRDHUP: once its peer has sent a FIN, a level-triggered
+	 * EPOLLRDHUP is ready on every epoll_wait, and the loop spun on it (a
+	 * recv or splice returning EAGAIN from the other socket each time) until
+	 * the other side's FIN came: 90 syscalls per connection where 25 do
+	 * (connrate, perf stat; docs/DESIGN.md §3d).
+	 */
+	return ev ? ev : EPOLLET;
 }
 
 static bool finished(const struct mmp_conn *c)
