@@ -112,14 +112,18 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	if (bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_NOEXIST) ||
 	    bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
 		goto full;
+	mmp_tc_tuples_writing(tc);
 	for (int i = 0; i < 4; i++) {
 		struct mmp_tc_tuple_val tv = { .flow = T(c)->flow, .role = i };
 
 		if (bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST) &&
 		    (errno != EEXIST || !mmp_tc_forget_stale_tuple(tc, &ft.t[i]) ||
-		     bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST)))
+		     bpf_map_update_elem(tc->tuples_fd, &ft.t[i], &tv, BPF_NOEXIST))) {
+			mmp_tc_tuples_written(tc);
 			goto full;
+		}
 	}
+	mmp_tc_tuples_written(tc);
 	memcpy(T(c)->tuples, ft.t, sizeof(T(c)->tuples));
 	T(c)->holding = true;
 	T(c)->attempts++;

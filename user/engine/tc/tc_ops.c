@@ -140,6 +140,7 @@ static void tc_release(struct mmp_loop *loop, struct mmp_conn *c)
 static void tc_tick(struct mmp_engine *e)
 {
 	mmp_tc_collect(e->proc, CLOSED_LINGER_NS);
+	mmp_tc_note_empty(e->proc);
 }
 
 const struct mmp_engine_ops mmp_tc_ops = {
