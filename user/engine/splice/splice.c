@@ -125,16 +125,21 @@ static uint32_t interest(const struct mmp_splice_dir *rd, const struct mmp_splic
 		ev |= EPOLLIN;
 	if (wr->in_pipe > 0)
 		ev |= EPOLLOUT;
+	if (ev)
+		return ev;
 	/*
 	 * A socket with nothing to wait for still needs polling for errors (a
-	 * reset: EPOLLERR and EPOLLHUP are always reported). Edge-triggered and
-	 * without EPOLLRDHUP: once its peer has sent a FIN, a level-triggered
-	 * EPOLLRDHUP is ready on every epoll_wait, and the loop spun on it (a
-	 * recv or splice returning EAGAIN from the other socket each time) until
-	 * the other side's FIN came: 90 syscalls per connection where 25 do
-	 * (connrate, perf stat; docs/DESIGN.md §3d).
+	 * reset: EPOLLERR and EPOLLHUP are always reported). Once its peer has
+	 * sent its FIN, a level-triggered EPOLLRDHUP is ready on every
+	 * epoll_wait, and the loop spun on it (a recv or splice returning EAGAIN
+	 * from the other socket each time) until the other side's FIN came: 73
+	 * syscalls per connection where 26 do (connrate, perf stat;
+	 * docs/DESIGN.md §3d). So such a socket is watched edge-triggered. One
+	 * whose pipe is full keeps the level-triggered EPOLLRDHUP it had: made
+	 * edge-triggered too, t41's kill in HOLD found the maps empty (3 runs of
+	 * 4; the cause was not found).
 	 */
-	return ev ? ev : EPOLLET;
+	return rd->src_eof ? EPOLLET : EPOLLRDHUP;
 }
 
 static bool finished(const struct mmp_conn *c)
