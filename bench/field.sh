@@ -24,6 +24,7 @@
 # interleave configurations).
 # --attach 'strace -c -f -p' (or 'perf stat -p', ...) runs CMD PID against
 # each proxy during the load, stopped with SIGINT; output DIR/attach-*.txt.
+# MMPROXY_BPF_BASE=BIN adds configurations mmproxy-bpf-base/ENGINE (before/after).
 # Needs root, tcpkali, wrk, haproxy, nginx; peers that are not installed are
 # skipped. Everything started is stopped by PID; the namespaces are deleted
 # (KEEP_TMP=1 keeps the work directory: configs, logs, last outputs).
@@ -33,6 +34,7 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 BIN=${MMPROXY_BPF:-$BUILD/mmproxy-bpf}
+BASE_BIN=${MMPROXY_BPF_BASE:-} # before/after runs: configurations mmproxy-bpf-base/ENGINE run this binary
 UPSTREAM=$BUILD/bench/upstream
 ROUNDS=3 DURATION=10 LOCK= OUT_DIR=$BENCH_DIR/results ATTACH= ROUND_MAJOR=0
 LOADS=streams,streams-r,http-ka,http-close
@@ -142,6 +144,8 @@ proxy_cmd() { # CFG UPPORT VERBOSE
 	case $1 in
 	mmproxy-bpf/*) echo "$BIN run -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 --listeners 2" \
 		"--engine ${1#mmproxy-bpf/} --pin-dir $PIN_DIR -v $3" ;;
+	mmproxy-bpf-base/*) echo "$BASE_BIN run -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 --listeners 2" \
+		"--engine ${1#mmproxy-bpf-base/} --pin-dir $PIN_DIR -v $3" ;;
 	go-mmproxy-*) echo "${PEER[$1]} -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 -listeners 2 -v 0" ;;
 	mmproxy-rs) echo "${PEER[$1]} -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 --listeners 2" ;;
 	esac
@@ -258,6 +262,7 @@ IFS=, read -r -a CFG_LIST <<<"$CONFIGS"
 avail=()
 for c in "${CFG_LIST[@]}"; do
 	if [[ $c == mmproxy-bpf/* ]]; then [[ -x $BIN ]] || { log "skip $c: $BIN not built"; continue; }
+	elif [[ $c == mmproxy-bpf-base/* ]]; then [[ -x $BASE_BIN ]] || { log "skip $c: set MMPROXY_BPF_BASE"; continue; }
 	elif [[ $c != none ]]; then [[ -x ${PEER[$c]:-} ]] || { log "skip $c: not installed"; continue; }
 	fi
 	avail+=("$c")

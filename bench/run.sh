@@ -26,6 +26,8 @@ ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 TOOLS=$BUILD/bench
 BIN=${MMPROXY_BPF:-$BUILD/mmproxy-bpf}
+# A/B runs: a second mmproxy-bpf binary, run as mmproxy-bpf-base/ENGINE in the same rounds.
+BASE_BIN=${MMPROXY_BPF_BASE:-}
 GO_MMPROXY=${GO_MMPROXY:-$(command -v go-mmproxy || true)}
 HAPROXY=${HAPROXY:-$(command -v haproxy || true)}
 
@@ -62,7 +64,9 @@ usage: bench/run.sh [--quick | --full] [options]
   --no-plot             skip the gnuplot chart
   --field               afterwards run bench/field.sh (tcpkali streams, wrk
                         through HAProxy to nginx) with the same rounds
-Environment: MMPROXY_BPF, GO_MMPROXY, HAPROXY override the binaries.
+Environment: MMPROXY_BPF, GO_MMPROXY, HAPROXY override the binaries;
+  MMPROXY_BPF_BASE adds a second mmproxy-bpf binary (configurations
+  mmproxy-bpf-base/ENGINE) for before/after comparisons in one run.
 EOF
 }
 
@@ -247,6 +251,10 @@ CONFIGS=(none)
 IFS=, read -r -a ENGINE_LIST <<<"$ENGINES"
 if [[ -x $BIN ]]; then
 	for e in "${ENGINE_LIST[@]}"; do CONFIGS+=("mmproxy-bpf/$e"); done
+	if [[ -n $BASE_BIN ]]; then
+		[[ -x $BASE_BIN ]] || die "MMPROXY_BPF_BASE=$BASE_BIN is not executable"
+		for e in "${ENGINE_LIST[@]}"; do CONFIGS+=("mmproxy-bpf-base/$e"); done
+	fi
 	# UDP counts as supported once the help offers it as a protocol
 	# (the -p/--protocol line) without saying it is not implemented yet.
 	if "$BIN" run --help 2>&1 | grep -E -- '--protocol|^ *-p[ ,]' | grep -iw udp |
@@ -302,9 +310,11 @@ start_proxy() {
 	if [[ $cfg != haproxy ]]; then
 		local -a cmd
 		case $inner in
-		mmproxy-bpf/*)
-			cmd=("$BIN" run -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up"
-				--listeners 2 --engine "${inner#mmproxy-bpf/}" --pin-dir "$PIN_DIR" -v 0)
+		mmproxy-bpf/* | mmproxy-bpf-base/*)
+			local bin=$BIN
+			[[ $inner == mmproxy-bpf-base/* ]] && bin=$BASE_BIN
+			cmd=("$bin" run -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up"
+				--listeners 2 --engine "${inner#*/}" --pin-dir "$PIN_DIR" -v 0)
 			[[ $proto == udp ]] && cmd+=(-p udp)
 			;;
 		go-mmproxy)

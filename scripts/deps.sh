@@ -17,7 +17,7 @@ PACKAGES=(
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
 	python3 socat jq xdp-tools prometheus python3-prometheus-client
 	# benchmark
-	go-mmproxy iperf3 gnuplot-nox hping3
+	go-mmproxy iperf3 gnuplot-nox hping3 wrk
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fd hygiene of the splice engine (user/engine/splice/splice.c): a pipe2
- * failure must close only the pipes that were opened, never fd 0 (another
+ * fd hygiene of the splice engine (user/engine/splice/): a pipe2 failure
+ * (pipes open lazily, when a full destination must park bytes or a flow
+ * proves long) must close only the pipes that were opened, never fd 0 (another
  * connection's socket, once stdin is closed). Regression: after a sockmap
  * fallback, a union in struct mmp_conn left the pipe fds at 0; the engine's
  * context is now its own, born with every fd at -1, and a previous engine's
@@ -17,6 +18,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include "core/conn.h"
 #include "core/loop.h"
 #include "engine/splice/splice.h"
@@ -70,17 +72,41 @@ static int fd_count(void)
 	return n;
 }
 
-static void run_case(int fail_at)
+/* Fills fd's send buffer (and its peer's receive buffer) until a write would block. */
+static void fill(int fd)
+{
+	static char junk[4096];
+
+	while (send(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		;
+}
+
+/*
+ * A connection whose destinations are full, so each direction with bytes to
+ * move must park them in a pipe (the first-bytes path opens pipes lazily):
+ * `dirs` directions have bytes waiting; the fail_at-th pipe2 fails.
+ */
+static void run_case(int fail_at, int dirs)
 {
 	static struct mmp_loop loop;
 	struct mmp_conn c = { 0 };
-	int before = fd_count();
+	int cl[2], up[2], before;
 
+	/* cl[1], up[0]: the proxy's two sockets; cl[0], up[1]: the load balancer and the upstream. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, cl), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, up), 0);
+	fill(up[0]);
+	fill(cl[1]);
+	assert_int_equal(send(cl[0], "request", 7, 0), 7);
+	if (dirs == 2)
+		assert_int_equal(send(up[1], "response", 8, 0), 8);
+	before = fd_count();
 	pipe2_calls = 0;
 	pipe2_fail_at = fail_at;
 	nclosed = 0;
 	conn_closed = false;
-	c.client.fd = c.upstream.fd = -1;
+	c.client.fd = cl[1];
+	c.upstream.fd = up[0];
 	c.state = CONN_SPLICING;
 	assert_int_equal(mmp_splice_ops.start(&loop, &c), 0);
 	assert_true(conn_closed);
@@ -89,16 +115,20 @@ static void run_case(int fail_at)
 			fail_msg("pipe2 failure #%d: fd %d closed, which the splice engine never opened", fail_at, fd);
 	assert_int_equal(fd_count(), before); /* the pipe that was opened is closed */
 	assert_null(c.ctx); /* and the context freed */
+	for (int i = 0; i < 2; i++) {
+		__real_close(cl[i]);
+		__real_close(up[i]);
+	}
 }
 
 static void test_first_pipe_fails(void **state)
 {
-	run_case(1);
+	run_case(1, 1);
 }
 
 static void test_second_pipe_fails(void **state)
 {
-	run_case(2);
+	run_case(2, 2);
 }
 
 int main(void)

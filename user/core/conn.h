@@ -54,7 +54,7 @@ struct mmp_conn {
 	struct mmp_conn *prev, *next; /* in the loop's list for its state */
 	size_t header_len; /* PROXY header length */
 	size_t header_lowat; /* SO_RCVLOWAT set while a long header trickles in; 0: never set */
-	bool header_consumed; /* read off the socket, or left for an engine that strips it in the kernel */
+	bool header_consumed; /* read off the socket, or taken by the engine (splice drops it, sockmap strips it) */
 	struct mmp_conn *poll_prev, *poll_next; /* in the loop's poll list */
 	bool polling;
 };

@@ -83,6 +83,19 @@ static const struct sockaddr_storage *mapped_target(struct mmp_conn *c, const st
 	return &c->target_mapped;
 }
 
+/*
+ * Close a connection whose header was parsed but that no engine took: the
+ * header is read off first (unless an engine strips it in the kernel, which
+ * never had it read), so the load balancer gets the FIN it got before the
+ * header stayed queued, not the RST close() sends over unread bytes.
+ */
+static void close_early(struct mmp_worker *w, struct mmp_conn *c, bool reset_upstream)
+{
+	if (c->header_len && !mmp_engines_strip_header(&w->engines))
+		mmp_conn_consume_header(c); /* best effort: a failure only turns the FIN into a RST */
+	mmp_conn_close(&w->loop, c, false, reset_upstream);
+}
+
 /* Which upstream and source address a parsed header leads to. */
 static void choose_route(struct mmp_worker *w, struct mmp_conn *c, const struct pp_header *hdr)
 {
@@ -145,15 +158,20 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 		log_conn(w, TCP_LOG_UPSTREAM, "upstream %s for client %s: %s failed: %s%s", mmp_fmt_addr((const void *)c->target, a),
 			c->src_addr.ss_family ? mmp_fmt_addr(src, b) : "(unspoofed)", what, strerror(-fd),
 			mmp_upstream_hint(what, fd));
-		mmp_conn_close(&w->loop, c, false, false);
+		close_early(w, c, false);
 		return;
 	}
 	c->upstream.fd = fd;
 	c->deadline_ms = mmp_now_ms() + w->loop.cfg->connect_timeout_ms;
 	mmp_loop_set_state(&w->loop, c, CONN_CONNECTING);
-	/* The client is not read until the upstream is up; only watch for errors. */
-	if (mmp_loop_watch(&w->loop, &c->client, EPOLLRDHUP) || mmp_loop_watch(&w->loop, &c->upstream, EPOLLOUT))
-		mmp_conn_close(&w->loop, c, false, false);
+	/*
+	 * The client is not read until the upstream is up. Its registration stays
+	 * edge-triggered from the header (EPOLLIN | EPOLLRDHUP | EPOLLET), so more
+	 * bytes wake us once and are ignored (mmp_handshake_event), and no
+	 * EPOLL_CTL_MOD is spent here: the engine sets its own mask at start.
+	 */
+	if (mmp_loop_watch(&w->loop, &c->upstream, EPOLLOUT))
+		close_early(w, c, false);
 }
 
 /*
@@ -232,13 +250,17 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 			mmp_fmt_addr((const void *)&c->lb_addr, lb));
 		goto fail;
 	}
+	/*
+	 * The header stays queued: sockmap strips it in the kernel, splice drops
+	 * it with its first read of the client (one recv fewer per connection,
+	 * docs/DESIGN.md §3d). Closing before an engine runs reads it off first.
+	 */
 	c->header_len = hdr.header_len;
-	/* An engine that strips the header in the kernel (sockmap) gets it queued; others get the payload only. */
-	if (!mmp_engines_strip_header(&w->engines) && mmp_conn_consume_header(c))
-		goto fail;
 	choose_route(w, c, &hdr);
-	if (client_refused(w, c))
-		goto fail;
+	if (client_refused(w, c)) {
+		close_early(w, c, false);
+		return;
+	}
 	pr_debug("PROXY v%d header from %s: client %s", hdr.version, mmp_fmt_addr((const void *)&c->lb_addr, lb),
 		 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, src) : "(local)");
 	start_connect(w, c);
@@ -247,21 +269,24 @@ fail:
 	mmp_conn_close(&w->loop, c, false, false);
 }
 
-static void finish_connect(struct mmp_worker *w, struct mmp_conn *c)
+static void finish_connect(struct mmp_worker *w, struct mmp_conn *c, uint32_t events)
 {
 	char a[MMP_ADDRSTRLEN], b[MMP_ADDRSTRLEN];
 	socklen_t len = sizeof(int);
 	int err = 0;
 
-	if (getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &err, &len))
+	/* A failed connect always reports EPOLLERR (and EPOLLHUP); a bare EPOLLOUT is a connected socket. */
+	if ((events & (EPOLLERR | EPOLLHUP)) && getsockopt(c->upstream.fd, SOL_SOCKET, SO_ERROR, &err, &len))
 		err = errno;
+	if (!err && (events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLOUT))
+		err = ECONNRESET; /* HUP without an error and without being writable: not connected */
 	if (err) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
 		log_conn(w, TCP_LOG_UPSTREAM, "upstream %s refused client %s: connect failed: %s%s",
 			mmp_fmt_addr((const void *)c->target, a),
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)",
 			strerror(err), mmp_upstream_hint("connect", -err));
-		mmp_conn_close(&w->loop, c, false, false);
+		close_early(w, c, false);
 		return;
 	}
 	pr_debug("upstream %s connected for client %s", mmp_fmt_addr((const void *)c->target, a),
@@ -280,7 +305,7 @@ void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_en
 		return;
 	}
 	if (ep == &c->upstream) {
-		finish_connect(w, c);
+		finish_connect(w, c, events);
 		return;
 	}
 	/* The client went away while we were connecting. */
@@ -292,7 +317,7 @@ void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_en
 		if (err || (events & EPOLLHUP)) {
 			log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s closed while connecting upstream%s%s",
 				mmp_fmt_addr((const void *)&c->lb_addr, lb), err ? ": " : "", err ? strerror(err) : "");
-			mmp_conn_close(&w->loop, c, false, true);
+			close_early(w, c, true);
 			return;
 		}
 		/* A half-close (FIN after a request) is fine: the engine forwards it later. */
@@ -314,5 +339,5 @@ void mmp_handshake_timeout(struct mmp_worker *w, struct mmp_conn *c)
 			mmp_fmt_addr((const void *)c->target, a), w->loop.cfg->connect_timeout_ms / 1000,
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, lb) : "(unspoofed)");
 	}
-	mmp_conn_close(&w->loop, c, false, false);
+	close_early(w, c, false); /* in CONN_HEADER no header was parsed: header_len is 0 */
 }

@@ -8,8 +8,6 @@
 #include "lib/sockaddr.h"
 #include "tcp/upstream.h"
 
-#define UPSTREAM_SYN_RETRIES 3
-
 static int set_transparent(int fd, int family)
 {
 	int one = 1;
@@ -44,7 +42,7 @@ int mmp_spoof_bind(int fd, int family, const struct sockaddr *src, uint32_t mark
 int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, int maxseg,
 			 const char **what)
 {
-	int one = 1, syncnt = UPSTREAM_SYN_RETRIES;
+	int one = 1;
 	int fd, err;
 
 	*what = "socket";
@@ -55,10 +53,10 @@ int mmp_upstream_connect(const struct sockaddr *src, const struct sockaddr *targ
 	*what = "TCP_NODELAY";
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		goto fail;
-	/* Bounded SYN retries: a dead upstream fails fast instead of after ~2 min. */
-	*what = "TCP_SYNCNT";
-	if (setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &syncnt, sizeof(syncnt)))
-		goto fail;
+	/*
+	 * No TCP_SYNCNT: --connect-timeout (the loop's connect deadline) already
+	 * bounds a dead upstream, one setsockopt fewer per connection.
+	 */
 	if (maxseg) {
 		*what = "TCP_MAXSEG";
 		if (setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &maxseg, sizeof(maxseg)))

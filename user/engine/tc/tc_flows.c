@@ -125,6 +125,34 @@ bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t)
 	return true;
 }
 
+void mmp_tc_tuples_writing(struct mmp_tc *tc)
+{
+	atomic_fetch_add(&tc->tuple_writes, 1);
+}
+
+void mmp_tc_tuples_written(struct mmp_tc *tc)
+{
+	atomic_fetch_add(&tc->tuple_writes_done, 1);
+}
+
+/*
+ * done is read before started: equal, every insert that had started by then
+ * has finished, so an empty map after that holds none of their tuples; an
+ * insert that starts later raises tuple_writes above what is stored.
+ */
+void mmp_tc_note_empty(struct mmp_tc *tc)
+{
+	uint64_t done = atomic_load(&tc->tuple_writes_done);
+	uint64_t started = atomic_load(&tc->tuple_writes);
+	struct mmp_tc_tuple key;
+
+	if (started != done)
+		return; /* a hand-off is inserting */
+	if (bpf_map_get_next_key(tc->tuples_fd, NULL, &key) == 0 || errno != ENOENT)
+		return; /* not empty (or not known to be) */
+	atomic_store(&tc->empty_at, started);
+}
+
 int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream)
 {
 	struct sockaddr_storage c, u;
@@ -134,6 +162,9 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	struct mmp_tc_flow flow;
 	struct flow_tuples ft;
 
+	/* No tuple inserted since the map was seen empty: no spliced flow holds this one. */
+	if (atomic_load(&tc->tuple_writes) == atomic_load(&tc->empty_at))
+		return 0;
 	memcpy(&c, client, mmp_sockaddr_len(client));
 	memcpy(&u, upstream, mmp_sockaddr_len(upstream));
 	mmp_unmap_v4(&c);

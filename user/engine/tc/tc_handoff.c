@@ -93,12 +93,16 @@ static int add_tuple(struct mmp_tc *tc, struct mmp_conn *c, int role)
 {
 	struct mmp_tc_tuple_val tv = { .flow = T(c)->flow, .role = role };
 	const struct mmp_tc_tuple *t = &T(c)->tuples[role];
+	int err = 0;
 
-	if (!bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST))
-		return 0;
-	if (errno != EEXIST || !mmp_tc_forget_stale_tuple(tc, t))
-		return -1;
-	return bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST) ? -1 : 0;
+	/* Bracketed, so that the claim check's "no tuple since the map was empty" stays true (tc_flows.c). */
+	mmp_tc_tuples_writing(tc);
+	if (bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST) &&
+	    (errno != EEXIST || !mmp_tc_forget_stale_tuple(tc, t) ||
+	     bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST)))
+		err = -1;
+	mmp_tc_tuples_written(tc);
+	return err;
 }
 
 void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)

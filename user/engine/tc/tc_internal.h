@@ -24,6 +24,7 @@
 #define MMP_TC_INTERNAL_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -83,6 +84,15 @@ struct mmp_tc {
 	bool adopting; /* reusing a previous instance's pinned maps */
 	uint64_t idle_ns;
 	uint64_t open_ns; /* HOLD/FREEZE entries older than this were left by a previous instance */
+	/*
+	 * Whether mmp_tc_tuples can hold a tuple, known without a lookup, so that
+	 * the claim before every upstream connect costs no bpf() while no flow
+	 * was handed off (docs/DESIGN.md §3d). tuple_writes counts hand-offs that
+	 * started inserting tuples, tuple_writes_done those that finished;
+	 * empty_at is the tuple_writes of the last look that found the map empty
+	 * with no insert under way. tuple_writes == empty_at: nothing inserted since.
+	 */
+	_Atomic uint64_t tuple_writes, tuple_writes_done, empty_at;
 };
 
 /* One connection's hand-off, from the moment splice took it (c->takeover_ctx). */
@@ -141,6 +151,10 @@ bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t);
  * live spliced flow holds it.
  */
 int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream);
+/* Around a hand-off's tuple inserts (tc_handoff.c), and the look for an empty map (once a second, and at load). */
+void mmp_tc_tuples_writing(struct mmp_tc *tc);
+void mmp_tc_tuples_written(struct mmp_tc *tc);
+void mmp_tc_note_empty(struct mmp_tc *tc);
 /*
  * Remove finished flows (FIN both ways or RST, lingered linger_ns), idle ones,
  * and hand-offs a previous instance died in. Returns how many.

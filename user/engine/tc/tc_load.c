@@ -194,6 +194,9 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	tc->tuples_fd = bpf_map__fd(tc->skel->maps.mmp_tc_tuples);
 	tc->flows_fd = bpf_map__fd(tc->skel->maps.mmp_tc_flows);
 	tc->stats_fd = bpf_map__fd(tc->skel->maps.mmp_tc_stats);
+	/* Unknown until looked at (an adopted map may hold tuples): tuple_writes 1, empty_at 0. */
+	atomic_store(&tc->tuple_writes, 1);
+	atomic_store(&tc->tuple_writes_done, 1);
 	/* The pin directory's lock makes this the only instance: its hand-offs in HOLD or FREEZE died with it. */
 	if (tc->adopting) {
 		int n = mmp_tc_collect(tc, CLOSED_LINGER_NS);
@@ -241,6 +244,7 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	}
 	if (tc->nifaces > 1 && !mmp_lo_sysctls_ok())
 		pr_err("warning: lo's route_localnet/accept_local are off: IPv4 flows from remote load balancers stay on splice (fix: mmproxy-bpf setup-routing, or sysctl -w net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1)");
+	mmp_tc_note_empty(tc);
 	if (tc->adopting && mmp_tc_flow_count(tc) > 0)
 		pr_info("tc engine: adopted %d spliced flows from the previous instance in %s", mmp_tc_flow_count(tc),
 			tc->pin_dir);

@@ -14,6 +14,7 @@
 #include "engine/tc/tc_internal.h"
 #include "lib/config.h"
 #include "lib/log.h"
+#include "lib/sockaddr.h"
 
 static int tc_open(const struct mmp_config *cfg, void **proc)
 {
@@ -37,6 +38,20 @@ static int conn2_mss(int client_fd)
 	return mss > 0 && mss <= 32767 ? mss : 0;
 }
 
+/*
+ * A load balancer on loopback reaches us over lo, whose MSS (65483) is above
+ * what conn2_mss passes on: skip its getsockopt (one syscall per connection).
+ */
+static bool lb_on_loopback(const struct mmp_conn *c)
+{
+	struct sockaddr_storage lb = c->lb_addr;
+
+	mmp_unmap_v4(&lb);
+	if (lb.ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)&lb)->sin_addr.s_addr) >> 24) == 127;
+	return lb.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&lb)->sin6_addr);
+}
+
 static int tc_pre_connect(struct mmp_engine *e, struct mmp_conn *c, struct mmp_preconnect *pc)
 {
 	int err;
@@ -49,7 +64,7 @@ static int tc_pre_connect(struct mmp_engine *e, struct mmp_conn *c, struct mmp_p
 		err = mmp_tc_unspoofed_source(e->proc, (const struct sockaddr *)c->target, &pc->src);
 		pc->have_src = !err;
 	}
-	pc->mss = conn2_mss(c->client.fd);
+	pc->mss = lb_on_loopback(c) ? 0 : conn2_mss(c->client.fd);
 	return err;
 }
 
@@ -125,6 +140,7 @@ static void tc_release(struct mmp_loop *loop, struct mmp_conn *c)
 static void tc_tick(struct mmp_engine *e)
 {
 	mmp_tc_collect(e->proc, CLOSED_LINGER_NS);
+	mmp_tc_note_empty(e->proc);
 }
 
 const struct mmp_engine_ops mmp_tc_ops = {
