@@ -17,6 +17,7 @@
 #include "udp/fast/udp_fast.h"
 #include "lib/sockaddr.h"
 #include "udp/udp.h"
+#include "lib/privileges.h"
 #include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
 #include "udp/udp_worker.h"
@@ -127,7 +128,8 @@ static int wait_for_signal(struct udp_shared *sh, struct mmp_policy *policy, con
 	}
 }
 
-int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const sigset_t *sigs)
+int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const sigset_t *sigs,
+		int (*setup_done)(void *arg, unsigned int features), void *arg)
 {
 	struct udp_shared sh = { .cfg = cfg, .policy = policy };
 	char l[MMP_ADDRSTRLEN], t4[MMP_ADDRSTRLEN], t6[MMP_ADDRSTRLEN];
@@ -179,6 +181,9 @@ int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const s
 		if (err)
 			goto out_workers;
 	}
+	err = setup_done(arg, sh.fast ? MMP_FEAT_UDP_FAST : 0);
+	if (err)
+		goto out_workers;
 	for (int i = 0; i < cfg->listeners; i++) {
 		err = udp_worker_start(&w[i]);
 		if (err)
