@@ -10,6 +10,7 @@
 #   3 SIGHUP reloads -a (a source added is served)
 #   4 a scrape of /metrics reads the pins (the metrics thread has the small set)
 #   5 SIGTERM: exit 0, pins removed, no TC filter of ours left
+#   0 `check --engine E` lists exactly what E needs to start (tc: CAP_NET_RAW too)
 #   6 UDP mode (-p udp; auto and tc: the fast path): the same kept set in every
 #     thread, and an exit that removes pins and filters
 source "$(dirname "$0")/lib.sh"
@@ -70,6 +71,19 @@ check_threads() {
 	done
 	THREADS=$n
 }
+
+case_begin "0 check --engine $MMP_ENGINE lists the capabilities it needs to start"
+case $MMP_ENGINE in
+tc | auto) want="CAP_BPF CAP_NET_ADMIN CAP_NET_RAW CAP_PERFMON" ;;
+sockmap) want="CAP_BPF CAP_NET_ADMIN CAP_PERFMON" ;;
+*) want="CAP_BPF CAP_NET_ADMIN" ;;
+esac
+out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check --engine "$MMP_ENGINE" 2>&1)
+listed=$(sed -n 's/^ok   capability \(CAP_[A-Z_]*\) (.*/\1/p' <<<"$out" | sort | tr '\n' ' ')
+[[ $listed == "$want " ]] || case_fail "listed '$listed', want '$want': $(grep capability <<<"$out" | tr '\n' ' ')"
+grep 'capability' <<<"$out" | grep -qv ' (.*)$' && case_fail "a capability without its reason: $(grep capability <<<"$out" | grep -v ' (.*)$')"
+case_note "$listed"
+case_end
 
 echo "127.0.0.0/8" >"$ALLOW"
 t_require up_start -m xfer --send "$SIZE"

@@ -21,15 +21,16 @@
 /*
  * To start, measured per engine with `setpriv --bounding-set=-all,+CAPS`
  * (README, "systemd"): PERFMON is what the verifier wants for the TC and
- * sockmap programs, NET_RAW the tc engine's raw socket; SYS_ADMIN would only
- * mount a missing bpffs.
+ * sockmap programs (and the XDP gate's: without it the load is refused with
+ * EACCES), NET_RAW the tc engine's raw socket; SYS_ADMIN would only mount a
+ * missing bpffs.
  */
 static const struct mmp_cap_need start_needs[] = {
 	{ CAP_NET_ADMIN, "CAP_NET_ADMIN", MMP_FEAT_UPSTREAM | MMP_FEAT_TC | MMP_FEAT_UDP_FAST | MMP_FEAT_XDP_GATE | MMP_FEAT_MARK,
 	  "IP_TRANSPARENT, SO_MARK, TCP_REPAIR, TC filters, XDP attach, routing, lo sysctls" },
 	{ CAP_BPF, "CAP_BPF", MMP_FEAT_UPSTREAM, "the pinned BPF maps (allowed subnets, counters) and programs" },
-	{ CAP_PERFMON, "CAP_PERFMON", MMP_FEAT_TC | MMP_FEAT_SOCKMAP | MMP_FEAT_UDP_FAST,
-	  "the tc engine's, the sockmap engine's and the UDP fast path's programs" },
+	{ CAP_PERFMON, "CAP_PERFMON", MMP_FEAT_TC | MMP_FEAT_SOCKMAP | MMP_FEAT_UDP_FAST | MMP_FEAT_XDP_GATE,
+	  "the tc engine's, the sockmap engine's, the UDP fast path's and the XDP gate's programs" },
 	{ CAP_NET_RAW, "CAP_NET_RAW", MMP_FEAT_TC,
 	  "the tc engine's raw socket for window updates; without it auto runs splice" },
 };
