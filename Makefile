@@ -36,6 +36,12 @@ CFLAGS   += -DMMP_HAVE_LIBSYSTEMD $(shell pkg-config --cflags libsystemd)
 LDLIBS   += $(SYSTEMD_LIBS)
 endif
 
+# Capabilities dropped after set-up (user/policy/privileges.c): libcap-ng (Debian libcap-ng-dev).
+CAPNG_CFLAGS := $(shell pkg-config --cflags libcap-ng 2>/dev/null)
+CAPNG_LIBS   := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
+CFLAGS   += $(CAPNG_CFLAGS)
+LDLIBS   += $(CAPNG_LIBS)
+
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ivmlinux -Wall
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

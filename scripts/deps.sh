@@ -13,6 +13,7 @@ PACKAGES=(
 	# build
 	make gcc clang llvm pkg-config libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
 	linux-libc-dev libcmocka-dev libclang-rt-14-dev libsystemd-dev libmicrohttpd-dev
+	libcap-ng-dev
 	# run and test
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
 	python3 socat jq xdp-tools prometheus python3-prometheus-client

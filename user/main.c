@@ -21,6 +21,7 @@
 #include "lib/instance_lock.h"
 #include "lib/log.h"
 #include "lib/notify.h"
+#include "policy/privileges.h"
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
@@ -57,6 +58,50 @@ static void raise_nofile(void)
 		       (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_cur / 6);
 }
 
+/* What finish_setup needs, from run. */
+struct setup_state {
+	const struct mmp_config *cfg;
+	const struct mmp_xdp_gate *gate;
+	struct mmp_metrics *metrics;
+};
+
+/*
+ * Set-up is done and no thread runs yet: drop the capabilities the run no
+ * longer needs (docs/DESIGN.md §9), then start the threads that serve, which
+ * inherit the smaller set (capabilities are per thread).
+ */
+static int finish_setup(void *arg, unsigned int engine_features)
+{
+	const struct setup_state *st = arg;
+	unsigned int features = MMP_FEAT_UPSTREAM | engine_features;
+
+	if (st->gate)
+		features |= MMP_FEAT_XDP_GATE;
+	if (mmp_xdp_gate_shares_dispatcher(st->gate))
+		features |= MMP_FEAT_XDP_DISPATCHER;
+	if (st->cfg->mark)
+		features |= MMP_FEAT_MARK;
+	mmp_privileges_drop(features);
+	return mmp_metrics_serve(st->metrics);
+}
+
+/* The tc and sockmap engines among those opened, as privileges.h features. */
+static unsigned int engine_features(const struct mmp_engines *e)
+{
+	const struct mmp_engine *all[] = { &e->first, &e->fallback, &e->takeover };
+	unsigned int f = 0;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		if (!all[i]->ops)
+			continue;
+		if (!strcmp(all[i]->ops->name, "tc"))
+			f |= MMP_FEAT_TC;
+		else if (!strcmp(all[i]->ops->name, "sockmap"))
+			f |= MMP_FEAT_SOCKMAP;
+	}
+	return f;
+}
+
 static int run(const struct mmp_config *cfg)
 {
 	static struct mmp_counters counters;
@@ -67,6 +112,7 @@ static int run(const struct mmp_config *cfg)
 	struct mmp_port_steer steer = { 0 };
 	struct mmp_worker *workers = NULL;
 	struct mmp_instance_lock lock;
+	struct setup_state setup = { .cfg = cfg };
 	char addr[MMP_ADDRSTRLEN];
 	sigset_t sigs;
 	int err, sig, started = 0, port_lock = -1;
@@ -110,12 +156,15 @@ static int run(const struct mmp_config *cfg)
 			goto out_policy;
 	}
 
+	setup.gate = gate;
+	setup.metrics = metrics;
+
 	/* A port range: sk_lookup, or one socket per port (docs/DESIGN.md §8). */
 	err = mmp_port_steer_open(cfg, &steer);
 	if (err)
 		goto out_policy;
 	if (cfg->protocol == IPPROTO_UDP) {
-		err = mmp_udp_run(cfg, policy, &steer, &sigs);
+		err = mmp_udp_run(cfg, policy, &steer, &sigs, finish_setup, &setup);
 		goto out_policy;
 	}
 
@@ -139,6 +188,9 @@ static int run(const struct mmp_config *cfg)
 		if (err)
 			goto out_workers;
 	}
+	err = finish_setup(&setup, engine_features(&engines));
+	if (err)
+		goto out_workers;
 	for (int i = 0; i < cfg->listeners; i++) {
 		err = mmp_worker_start(&workers[i]);
 		if (err)

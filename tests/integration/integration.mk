@@ -14,13 +14,18 @@ TEST_TOOLS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GN
 TEST_TOOLS_LIB_SRCS := $(wildcard tests/tools/mmpt_*.c)
 TEST_TOOLS_LIB_OBJS := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%.o,$(TEST_TOOLS_LIB_SRCS))
 TEST_TOOLS_HDRS   := $(wildcard tests/tools/*.h)
-TEST_TOOLS_SRCS   := $(filter-out $(TEST_TOOLS_LIB_SRCS),$(wildcard tests/tools/*.c))
+# mmpt-faults.c is no tool but an LD_PRELOAD shim (t23): built as a .so, without sanitizers.
+TEST_TOOLS_SRCS   := $(filter-out $(TEST_TOOLS_LIB_SRCS) tests/tools/mmpt-faults.c,$(wildcard tests/tools/*.c))
 TEST_TOOLS        := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%,$(TEST_TOOLS_SRCS))
 TEST_TOOLS_OBJS   := $(TEST_TOOLS:=.o)
 
 .PHONY: integration-tests integration-tools
 
-integration-tools: $(TEST_TOOLS)
+integration-tools: $(TEST_TOOLS) $(TEST_TOOLS_DIR)/mmpt-faults.so
+
+$(TEST_TOOLS_DIR)/mmpt-faults.so: tests/tools/mmpt-faults.c
+	@mkdir -p $(TEST_TOOLS_DIR)
+	$(CC) -O2 -g -Wall -Wextra -std=gnu11 -D_GNU_SOURCE -shared -fPIC -o $@ $< -ldl
 
 $(TEST_TOOLS_OBJS) $(TEST_TOOLS_LIB_OBJS): $(TEST_TOOLS_DIR)/%.o: tests/tools/%.c $(TEST_TOOLS_HDRS)
 	@mkdir -p $(TEST_TOOLS_DIR)
@@ -29,5 +34,5 @@ $(TEST_TOOLS_OBJS) $(TEST_TOOLS_LIB_OBJS): $(TEST_TOOLS_DIR)/%.o: tests/tools/%.
 $(TEST_TOOLS): $(TEST_TOOLS_DIR)/%: $(TEST_TOOLS_DIR)/%.o $(TEST_TOOLS_LIB_OBJS)
 	$(CC) $(TEST_TOOLS_CFLAGS) -o $@ $^
 
-integration-tests: $(BIN) $(TEST_TOOLS)
+integration-tests: $(BIN) $(TEST_TOOLS) $(TEST_TOOLS_DIR)/mmpt-faults.so
 	MMP_BIN=$${MMP_BIN:-$(BIN)} MMP_TOOLS=$(TEST_TOOLS_DIR) bash tests/integration/run-all.sh $(INTEGRATION_FILES)

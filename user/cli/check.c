@@ -12,6 +12,7 @@
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "lib/lo_sysctls.h"
+#include "policy/privileges.h"
 #include "lib/sockaddr.h"
 
 #define PROBE_TIMEOUT_MS 1000
@@ -22,25 +23,6 @@
 #ifndef CAP_BPF
 #define CAP_BPF 39
 #endif
-
-struct cap_need {
-	int cap;
-	const char *name;
-	const char *why;
-};
-
-/*
- * Measured with `setpriv --bounding-set=-all,+CAPS -- mmproxy-bpf run
- * --engine E` for each engine (README, "systemd"): CAP_PERFMON is what the
- * verifier wants for the TC and sockmap programs, CAP_NET_RAW the tc
- * engine's raw socket; CAP_SYS_ADMIN only mounts a missing bpffs.
- */
-static const struct cap_need caps[] = {
-	{ CAP_NET_ADMIN, "CAP_NET_ADMIN", "IP_TRANSPARENT, SO_MARK, TCP_REPAIR, TC filters, routing, lo sysctls" },
-	{ CAP_BPF, "CAP_BPF", "the pinned BPF maps and programs" },
-	{ CAP_PERFMON, "CAP_PERFMON", "the tc engine's, the sockmap engine's and the UDP fast path's programs" },
-	{ CAP_NET_RAW, "CAP_NET_RAW", "the tc engine's raw socket for window updates; without it auto runs splice" },
-};
 
 /* The effective capability set of this process, from /proc. */
 static unsigned long long effective_caps(void)
@@ -63,23 +45,28 @@ static bool has_cap(unsigned long long eff, int cap)
 	return eff & (1ULL << cap);
 }
 
-static bool check_caps(bool verbose)
+/* Each capability the configured engines and features need, with why (policy/privileges.c has the table). */
+static bool check_caps(const struct mmp_config *cfg)
 {
+	unsigned int features = mmp_features_configured(cfg);
 	unsigned long long eff = effective_caps();
+	const struct mmp_cap_need *caps;
 	bool ok = true;
+	int n;
 
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+	caps = mmp_caps_to_start(&n);
+	for (int i = 0; i < n; i++) {
 		/* CAP_SYS_ADMIN also covers CAP_BPF and CAP_PERFMON (and is all older kernels know). */
 		bool have = has_cap(eff, caps[i].cap) ||
 			    ((caps[i].cap == CAP_BPF || caps[i].cap == CAP_PERFMON) && has_cap(eff, CAP_SYS_ADMIN));
 
-		if (verbose)
-			printf("%-4s capability %s (%s)\n", have ? "ok" : "FAIL", caps[i].name, caps[i].why);
+		if (!(caps[i].features & features))
+			continue;
+		printf("%-4s capability %s (%s)\n", have ? "ok" : "FAIL", caps[i].name, caps[i].why);
 		if (!have) {
 			ok = false;
-			if (verbose)
-				printf("    fix: run as root, grant it in the unit (CapabilityBoundingSet=, AmbientCapabilities=), or: setcap cap_net_admin,cap_net_raw,cap_bpf,cap_perfmon+ep %s\n",
-				       "/usr/local/sbin/mmproxy-bpf");
+			printf("    fix: run as root, grant it in the unit (CapabilityBoundingSet=, AmbientCapabilities=), or: setcap cap_net_admin,cap_net_raw,cap_bpf,cap_perfmon+ep %s\n",
+			       "/usr/local/sbin/mmproxy-bpf");
 		}
 	}
 	return ok;
@@ -119,7 +106,7 @@ static bool check_routing(const struct mmp_config *cfg, int family)
 
 int mmp_check_command(const struct mmp_config *cfg)
 {
-	bool ok = check_caps(true);
+	bool ok = check_caps(cfg);
 
 	ok &= check_bpffs(cfg);
 	ok &= check_routing(cfg, AF_INET);

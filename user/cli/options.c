@@ -75,17 +75,17 @@ static const struct opt_desc {
 	{ "allowed-subnets", 'a', "FILE", RUN,
 	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning)" },
 	{ "close-after", 'c', "SEC", RUN, "UDP idle flow timeout (default 60)" },
-	{ "protocol", 'p', "tcp|udp", RUN | PINS, "(default tcp)" },
+	{ "protocol", 'p', "tcp|udp", RUN | CHECK | PINS, "(default tcp)" },
 	{ "udp-header", OPT_UDP_HEADER, "auto|every|first|spp", RUN,
 	  "UDP framing (default auto): a PROXY v2 header on every datagram (udppp), on a flow's first only "
 	  "(Spectrum), or Cloudflare SPP on every datagram and reply" },
-	{ "mark", 'm', "N", RUN, "SO_MARK for upstream sockets (default 0: none)" },
+	{ "mark", 'm', "N", RUN | CHECK, "SO_MARK for upstream sockets (default 0: none)" },
 	{ "listeners", OPT_LISTENERS, "N", RUN, "listener threads with SO_REUSEPORT (default: cores)" },
 	{ "verbose", 'v', "0|1|2", EVERY, "0 errors, 1 per-connection errors, 2 every state change" },
 	{ "header-timeout", OPT_HEADER_TIMEOUT, "SEC", RUN,
 	  "close connections whose PROXY header is incomplete (default 5)" },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SEC", RUN, "upstream connect timeout (default 5)" },
-	{ "engine", OPT_ENGINE, "auto|tc|splice|sockmap", RUN,
+	{ "engine", OPT_ENGINE, "auto|tc|splice|sockmap", RUN | CHECK,
 	  "data-path engine (default auto: tc for every eligible flow, splice for the others). UDP: auto = "
 	  "in-kernel fast path with the userspace relay as fallback, tc = fast path required, splice = "
 	  "userspace relay only" },
@@ -106,7 +106,7 @@ static const struct opt_desc {
 	  "tc: a new flow runs on splice for MS before its hand-off to the kernel, so short connections skip "
 	  "its cost (default 20, 0 = at once)" },
 	{ "detach", OPT_DETACH, NULL, RUN, "tc: on exit remove filters and pins even if flows remain" },
-	{ "xdp-iface", OPT_XDP_IFACE, "IF[,IF...]", RUN,
+	{ "xdp-iface", OPT_XDP_IFACE, "IF[,IF...]", RUN | CHECK,
 	  "drop SYNs/datagrams from sources outside -a in XDP on these interfaces (default none)" },
 	{ "xdp-mode", OPT_XDP_MODE, "native|skb", RUN, "XDP attach mode (default native, else skb)" },
 	{ "max-queued", OPT_MAX_QUEUED, "BYTES", RUN,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <unistd.h>
 #include <microhttpd.h>
 #include "core/histogram.h"
 #include "lib/log.h"
@@ -15,7 +16,9 @@
 #include "policy/policy.h"
 
 struct mmp_metrics {
-	struct MHD_Daemon *d;
+	struct MHD_Daemon *d; /* NULL until mmp_metrics_serve */
+	int listen_fd; /* bound by mmp_metrics_start; -1 once the daemon has it */
+	struct sockaddr_storage addr;
 	const char *pin_dir;
 	const struct mmp_policy *policy;
 };
@@ -79,33 +82,67 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
 
+/*
+ * Bound here, served by mmp_metrics_serve: the port is bound with the start's
+ * capabilities, the thread created after they are dropped, since
+ * capabilities are per thread (docs/DESIGN.md §9).
+ */
 int mmp_metrics_start(const struct sockaddr_storage *addr, const char *pin_dir, const struct mmp_policy *policy,
 		      struct mmp_metrics **out)
 {
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	socklen_t alen = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 	struct mmp_metrics *m = calloc(1, sizeof(*m));
 	char a[MMP_ADDRSTRLEN];
-	uint16_t port;
+	int one = 1, err;
 
 	if (!m)
 		return -ENOMEM;
 	m->pin_dir = pin_dir;
 	m->policy = policy;
+	m->addr = *addr;
+	m->listen_fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (m->listen_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	/* As libmicrohttpd binds its own: address reuse, and [::] for IPv6 only. */
+	setsockopt(m->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (addr->ss_family == AF_INET6)
+		setsockopt(m->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(m->listen_fd, (const struct sockaddr *)addr, alen) || listen(m->listen_fd, SOMAXCONN)) {
+		err = -errno;
+		goto fail;
+	}
+	*out = m;
+	return 0;
+fail:
+	pr_err("failed to serve metrics on %s: %s (is the port in use? choose another --metrics ADDR:PORT)",
+	       mmp_fmt_addr((const void *)addr, a), strerror(-err));
+	if (m->listen_fd >= 0)
+		close(m->listen_fd);
+	free(m);
+	return err;
+}
+
+int mmp_metrics_serve(struct mmp_metrics *m)
+{
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	char a[MMP_ADDRSTRLEN];
+
+	if (!m)
+		return 0;
+	if (m->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	port = ntohs(addr->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)addr)->sin6_port
-						 : ((const struct sockaddr_in *)addr)->sin_port);
 	/* MHD's own thread: a slow scraper never holds up the signal loop or a listener. */
-	m->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, addr,
+	m->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_LISTEN_SOCKET, m->listen_fd,
 				MHD_OPTION_CONNECTION_LIMIT, 16U, MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
 	if (!m->d) {
-		pr_err("failed to serve metrics on %s (is the port in use? choose another --metrics ADDR:PORT)",
-		       mmp_fmt_addr((const void *)addr, a));
-		free(m);
-		return -EADDRINUSE;
+		pr_err("failed to start the metrics server on %s (out of memory or threads?)",
+		       mmp_fmt_addr((const void *)&m->addr, a));
+		return -ENOMEM;
 	}
-	pr_info("serving Prometheus metrics on http://%s/metrics", mmp_fmt_addr((const void *)addr, a));
-	*out = m;
+	m->listen_fd = -1; /* the daemon's now: MHD_stop_daemon closes it */
+	pr_info("serving Prometheus metrics on http://%s/metrics", mmp_fmt_addr((const void *)&m->addr, a));
 	return 0;
 }
 
@@ -113,6 +150,9 @@ void mmp_metrics_stop(struct mmp_metrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->d);
+	if (m->d)
+		MHD_stop_daemon(m->d);
+	if (m->listen_fd >= 0)
+		close(m->listen_fd);
 	free(m);
 }

@@ -12,10 +12,12 @@
 struct mmp_policy;
 struct mmp_metrics;
 
-/* Start serving. Returns 0 with *out set, or a negative errno after logging the cause and the fix. */
+/* Bind the port. Returns 0 with *out set, or a negative errno after logging the cause and the fix. */
 int mmp_metrics_start(const struct sockaddr_storage *addr, const char *pin_dir, const struct mmp_policy *policy,
 		      struct mmp_metrics **out);
-/* Stop and free. NULL is fine. */
+/* Serve on the bound port from libmicrohttpd's thread (after the capability drop). NULL is fine. */
+int mmp_metrics_serve(struct mmp_metrics *m);
+/* Stop and free, started or only bound. NULL is fine. */
 void mmp_metrics_stop(struct mmp_metrics *m);
 
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <net/if.h>
+#include <linux/if_link.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -26,6 +27,7 @@ struct gate_iface {
 	struct xdp_program *prog;
 	enum xdp_attach_mode mode;
 	bool attached;
+	bool shared; /* in libxdp's dispatcher: only libxdp can detach it */
 };
 
 struct mmp_xdp_gate {
@@ -145,13 +147,14 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* Say once whether libxdp could share the interface (a dispatcher) or runs the gate alone. */
-static void log_sharing(const struct gate_iface *gi)
+static void log_sharing(struct gate_iface *gi)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(gi->ifindex);
 
 	if (libxdp_get_error(mp) || !mp)
 		return;
-	if (xdp_multiprog__is_legacy(mp))
+	gi->shared = !xdp_multiprog__is_legacy(mp);
+	if (!gi->shared)
 		pr_info("xdp gate on %s runs without libxdp's dispatcher (this kernel refuses the dispatcher's freplace "
 			"check with EPERM, docs/DESIGN.md §2): other XDP programs on %s are refused, never replaced",
 			gi->name, gi->name);
@@ -277,6 +280,28 @@ fail:
 	return err;
 }
 
+/*
+ * The gate alone on the interface: detach it by netlink, only if it is still
+ * the program attached, with the fd we hold. That needs CAP_NET_ADMIN only;
+ * libxdp's detach looks the program up by id (BPF_PROG_GET_FD_BY_ID), which
+ * needs CAP_SYS_ADMIN, dropped after set-up (docs/DESIGN.md §9).
+ */
+static int detach_alone(const struct gate_iface *gi)
+{
+	LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = xdp_program__fd(gi->prog));
+	__u32 flags = gi->mode == XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE : gi->mode == XDP_MODE_NATIVE ? XDP_FLAGS_DRV_MODE : 0;
+
+	return bpf_xdp_detach(gi->ifindex, flags, &opts); /* old_prog_fd: libbpf adds XDP_FLAGS_REPLACE */
+}
+
+bool mmp_xdp_gate_shares_dispatcher(const struct mmp_xdp_gate *g)
+{
+	for (int i = 0; g && i < g->n; i++)
+		if (g->ifs[i].attached && g->ifs[i].shared)
+			return true;
+	return false;
+}
+
 void mmp_xdp_gate_close(struct mmp_xdp_gate *g)
 {
 	char path[PATH_MAX];
@@ -287,8 +312,7 @@ void mmp_xdp_gate_close(struct mmp_xdp_gate *g)
 		struct gate_iface *gi = &g->ifs[i];
 
 		if (gi->attached) {
-			/* Detaches only this program: a dispatcher keeps the others running. */
-			int err = xdp_program__detach(gi->prog, gi->ifindex, gi->mode, 0);
+			int err = gi->shared ? xdp_program__detach(gi->prog, gi->ifindex, gi->mode, 0) : detach_alone(gi);
 
 			if (err)
 				pr_err("xdp gate on %s: detach failed: %s (run mmproxy-bpf cleanup)", gi->name,

@@ -11,6 +11,8 @@
 
 #include "lib/config.h"
 
+#include <stdbool.h>
+
 struct mmp_xdp_gate;
 
 /*
@@ -24,6 +26,8 @@ int mmp_xdp_gate_open(const struct mmp_config *cfg, struct mmp_xdp_gate **out);
 
 /* Detach our programs (only ours: a dispatcher keeps the others), unpin, free. NULL is fine. */
 void mmp_xdp_gate_close(struct mmp_xdp_gate *g);
+/* True when libxdp's dispatcher holds the gate somewhere: its detach at close needs CAP_SYS_ADMIN. */
+bool mmp_xdp_gate_shares_dispatcher(const struct mmp_xdp_gate *g);
 
 /* cleanup: detach every gate pinned under pin_dir by a stopped instance. Returns how many. */
 int mmp_xdp_gate_cleanup(const char *pin_dir);

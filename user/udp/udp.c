@@ -19,6 +19,7 @@
 #include "lib/sockaddr.h"
 #include "listen/port_range.h"
 #include "udp/udp.h"
+#include "policy/privileges.h"
 #include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
 #include "udp/udp_worker.h"
@@ -130,7 +131,7 @@ static int wait_for_signal(struct udp_shared *sh, struct mmp_policy *policy, con
 }
 
 int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const struct mmp_port_steer *steer,
-		const sigset_t *sigs)
+		const sigset_t *sigs, int (*setup_done)(void *arg, unsigned int features), void *arg)
 {
 	struct udp_shared sh = { .cfg = cfg, .policy = policy, .steer = steer };
 	char l[MMP_ADDRSTRLEN + 8], t4[MMP_ADDRSTRLEN + 8], t6[MMP_ADDRSTRLEN + 8];
@@ -189,6 +190,9 @@ int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const s
 		if (err)
 			goto out_workers;
 	}
+	err = setup_done(arg, sh.fast ? MMP_FEAT_UDP_FAST : 0);
+	if (err)
+		goto out_workers;
 	for (int i = 0; i < cfg->listeners; i++) {
 		err = udp_worker_start(&w[i]);
 		if (err)

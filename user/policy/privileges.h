@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Least privilege (docs/DESIGN.md §9): the capabilities each feature needs to
+ * start (`check` lists them) and the smaller set it still needs once `run` has
+ * finished its set-up, which mmp_privileges_drop keeps, clearing the rest of
+ * the effective, permitted, inheritable and bounding sets (libcap-ng).
+ */
+#ifndef MMP_PRIVILEGES_H
+#define MMP_PRIVILEGES_H
+
+#include <stdbool.h>
+#include "lib/config.h"
+
+/* What a run uses, each a reason to keep or to need a capability. */
+enum mmp_feature {
+	MMP_FEAT_UPSTREAM = 1 << 0, /* every run: spoofed (IP_TRANSPARENT) upstream sockets, the pinned maps */
+	MMP_FEAT_TC = 1 << 1, /* the tc engine (TCP, auto where eligible) */
+	MMP_FEAT_SOCKMAP = 1 << 2, /* --engine sockmap */
+	MMP_FEAT_UDP_FAST = 1 << 3, /* UDP mode's in-kernel fast path */
+	MMP_FEAT_XDP_GATE = 1 << 4, /* --xdp-iface */
+	MMP_FEAT_MARK = 1 << 5, /* -m: SO_MARK */
+	MMP_FEAT_XDP_DISPATCHER = 1 << 6, /* the gate shares libxdp's dispatcher (never on this kernel, §2) */
+};
+
+/* One capability and the features that need it, with why. */
+struct mmp_cap_need {
+	int cap;
+	const char *name; /* "CAP_NET_ADMIN" */
+	unsigned int features; /* needed when any of these is used */
+	const char *why;
+};
+
+/* The features cfg may use: every engine --engine may choose (auto: tc and splice), the fast path, the gate, -m. */
+unsigned int mmp_features_configured(const struct mmp_config *cfg);
+
+/* The capabilities each feature needs to start (`check`), *n rows. */
+const struct mmp_cap_need *mmp_caps_to_start(int *n);
+
+/*
+ * Once set-up is done (listeners bound, programs attached, raw sockets open,
+ * pins made; before any thread starts, as capabilities are per thread): keep
+ * only what features still need at run time and at exit, in every set
+ * including the bounding set; uid 0 stays. Logs the kept set at -v 1. When the
+ * drop fails (already unprivileged, no CAP_SETPCAP), warns once and returns:
+ * the run goes on with what it has.
+ */
+void mmp_privileges_drop(unsigned int features);
+
+#endif
