@@ -31,7 +31,8 @@ METRICS=127.0.0.1:9122
 # cap_bit NAME: a capability's number (the few this test names).
 cap_bit() {
 	case $1 in
-	CAP_DAC_OVERRIDE) echo 1 ;; CAP_SETUID) echo 7 ;; CAP_NET_ADMIN) echo 12 ;; CAP_NET_RAW) echo 13 ;;
+	CAP_DAC_OVERRIDE) echo 1 ;; CAP_SETUID) echo 7 ;; CAP_NET_BIND_SERVICE) echo 10 ;; CAP_NET_ADMIN) echo 12 ;;
+	CAP_NET_RAW) echo 13 ;;
 	CAP_SYS_PTRACE) echo 19 ;; CAP_SYS_ADMIN) echo 21 ;; CAP_PERFMON) echo 38 ;; CAP_BPF) echo 39 ;;
 	*) echo -1 ;;
 	esac
@@ -74,9 +75,9 @@ check_threads() {
 
 case_begin "0 check --engine $MMP_ENGINE lists the capabilities it needs to start"
 case $MMP_ENGINE in
-tc | auto) want="CAP_BPF CAP_NET_ADMIN CAP_NET_RAW CAP_PERFMON" ;;
-sockmap) want="CAP_BPF CAP_NET_ADMIN CAP_PERFMON" ;;
-*) want="CAP_BPF CAP_NET_ADMIN" ;;
+tc | auto) want="CAP_BPF CAP_NET_ADMIN CAP_NET_BIND_SERVICE CAP_NET_RAW CAP_PERFMON" ;;
+sockmap) want="CAP_BPF CAP_NET_ADMIN CAP_NET_BIND_SERVICE CAP_PERFMON" ;;
+*) want="CAP_BPF CAP_NET_ADMIN CAP_NET_BIND_SERVICE" ;;
 esac
 out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check --engine "$MMP_ENGINE" 2>&1)
 listed=$(sed -n 's/^ok   capability \(CAP_[A-Z_]*\) (.*/\1/p' <<<"$out" | sort | tr '\n' ' ')

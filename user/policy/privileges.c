@@ -29,6 +29,8 @@ static const struct mmp_cap_need start_needs[] = {
 	{ CAP_NET_ADMIN, "CAP_NET_ADMIN", MMP_FEAT_UPSTREAM | MMP_FEAT_TC | MMP_FEAT_UDP_FAST | MMP_FEAT_XDP_GATE | MMP_FEAT_MARK,
 	  "IP_TRANSPARENT, SO_MARK, TCP_REPAIR, TC filters, XDP attach, routing, lo sysctls" },
 	{ CAP_BPF, "CAP_BPF", MMP_FEAT_UPSTREAM, "the pinned BPF maps (allowed subnets, counters) and programs" },
+	{ CAP_NET_BIND_SERVICE, "CAP_NET_BIND_SERVICE", MMP_FEAT_UPSTREAM,
+	  "a listen port below 1024, and clients whose port is below 1024 (IP_TRANSPARENT does not lift that check)" },
 	{ CAP_PERFMON, "CAP_PERFMON", MMP_FEAT_TC | MMP_FEAT_SOCKMAP | MMP_FEAT_UDP_FAST | MMP_FEAT_XDP_GATE,
 	  "the tc engine's, the sockmap engine's, the UDP fast path's and the XDP gate's programs" },
 	{ CAP_NET_RAW, "CAP_NET_RAW", MMP_FEAT_TC,
@@ -46,6 +48,13 @@ static const struct mmp_cap_need start_needs[] = {
 static const struct mmp_cap_need run_needs[] = {
 	{ CAP_NET_ADMIN, "CAP_NET_ADMIN", MMP_FEAT_UPSTREAM | MMP_FEAT_TC | MMP_FEAT_UDP_FAST | MMP_FEAT_XDP_GATE,
 	  "IP_TRANSPARENT and SO_MARK per upstream socket, TCP_REPAIR per tc hand-off, TC filters and XDP detached at exit" },
+	/*
+	 * bind() to a client's ip:port below 1024 (a health checker, NAT, a
+	 * client that binds one): IP_TRANSPARENT does not lift the privileged-port
+	 * check, so without it those clients fail with EACCES (t05, t09, t22 send
+	 * clients from port 1000).
+	 */
+	{ CAP_NET_BIND_SERVICE, "CAP_NET_BIND_SERVICE", MMP_FEAT_UPSTREAM, "binding clients whose port is below 1024" },
 	/* libxdp finds a dispatcher's programs by id to detach ours (BPF_PROG_GET_FD_BY_ID). */
 	{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN", MMP_FEAT_XDP_DISPATCHER, "libxdp's dispatcher detach at exit" },
 };
