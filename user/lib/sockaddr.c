@@ -9,7 +9,7 @@
 #include "mmp_maps.h"
 #include "lib/sockaddr.h"
 
-static int parse_port(const char *s, in_port_t *port)
+int mmp_parse_port(const char *s, uint16_t *port)
 {
 	char *end;
 	long v;
@@ -20,7 +20,7 @@ static int parse_port(const char *s, in_port_t *port)
 	v = strtol(s, &end, 10);
 	if (errno || *end || v < 0 || v > 65535)
 		return -EINVAL;
-	*port = htons((in_port_t)v);
+	*port = (uint16_t)v;
 	return 0;
 }
 
@@ -29,7 +29,7 @@ int mmp_parse_hostport(const char *s, struct sockaddr_storage *ss, const char **
 	char host[INET6_ADDRSTRLEN + 2];
 	const char *colon, *hstart = s;
 	size_t hlen;
-	in_port_t port;
+	uint16_t port;
 
 	memset(ss, 0, sizeof(*ss));
 	if (*s == '[') {
@@ -56,7 +56,7 @@ int mmp_parse_hostport(const char *s, struct sockaddr_storage *ss, const char **
 	}
 	memcpy(host, hstart, hlen);
 	host[hlen] = '\0';
-	if (parse_port(colon + 1, &port)) {
+	if (mmp_parse_port(colon + 1, &port)) {
 		*reason = "port must be a number from 0 to 65535";
 		return -EINVAL;
 	}
@@ -69,7 +69,7 @@ int mmp_parse_hostport(const char *s, struct sockaddr_storage *ss, const char **
 			return -EINVAL;
 		}
 		sin->sin_family = AF_INET;
-		sin->sin_port = port;
+		sin->sin_port = htons(port);
 	} else {
 		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
 
@@ -78,7 +78,7 @@ int mmp_parse_hostport(const char *s, struct sockaddr_storage *ss, const char **
 			return -EINVAL;
 		}
 		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = port;
+		sin6->sin6_port = htons(port);
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
 #define MMP_SOCKADDR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* Big enough for "[ffff:...:255.255.255.255%ifname]:65535". */
@@ -14,6 +15,8 @@
  * *reason set to a static string.
  */
 int mmp_parse_hostport(const char *s, struct sockaddr_storage *ss, const char **reason);
+/* "65535" -> 65535 (host order); anything but digits making 0 to 65535 is -EINVAL. */
+int mmp_parse_port(const char *s, uint16_t *port);
 
 /* Format *sa as "ip:port" / "[ip6]:port" into buf (MMP_ADDRSTRLEN); returns buf. */
 const char *mmp_fmt_addr(const struct sockaddr *sa, char *buf);

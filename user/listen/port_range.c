@@ -22,22 +22,6 @@ void mmp_sa_set_port(struct sockaddr_storage *ss, uint16_t port)
 		((struct sockaddr_in *)ss)->sin_port = htons(port);
 }
 
-/* "65535" -> 65535; anything but 1 to 5 digits of at most 65535 is -EINVAL. */
-static int parse_last_port(const char *s, uint16_t *port)
-{
-	char *end;
-	long v;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v > 65535)
-		return -EINVAL;
-	*port = (uint16_t)v;
-	return 0;
-}
-
 int mmp_parse_hostport_range(const char *s, struct sockaddr_storage *ss, uint16_t *hi, const char **reason)
 {
 	/* The port part starts after the last ':' (an IPv6 address is bracketed, so its colons come before). */
@@ -60,7 +44,7 @@ int mmp_parse_hostport_range(const char *s, struct sockaddr_storage *ss, uint16_
 	first[dash - s] = 0;
 	if (mmp_parse_hostport(first, ss, reason))
 		return -EINVAL;
-	if (parse_last_port(dash + 1, hi)) {
+	if (mmp_parse_port(dash + 1, hi)) {
 		*reason = "a port range is LO-HI, two numbers from 1 to 65535";
 		return -EINVAL;
 	}
