@@ -43,6 +43,7 @@ static enum mmp_pump_result park_rest(struct mmp_splice_dir *d, const char *buf,
 		return PUMP_NO_PIPE;
 	}
 	d->in_pipe = n - sent;
+	d->dst_full = true;
 	return PUMP_OK;
 }
 

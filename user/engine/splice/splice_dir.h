@@ -33,6 +33,7 @@ struct mmp_splice_dir {
 	size_t skip; /* bytes still to drop from src first: the PROXY header the handshake left queued */
 	bool src_eof; /* src sent FIN */
 	bool dst_shut; /* FIN forwarded to dst after every byte */
+	bool dst_full; /* the last splice into dst was short: wait for EPOLLOUT before reading src */
 };
 
 static inline bool mmp_splice_piped(const struct mmp_splice_dir *d)
