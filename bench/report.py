@@ -32,6 +32,8 @@ SCENARIOS = {
     "stream50": ("rx_Bps", "MB/s", 1e-6, "GB"),
     "udp-stream": ("rx_pps", "pkt/s", 1, "Mpkt"),
     "udp-rr": ("rx_pps", "req/s", 1, "Mreq"),
+    "http-ka": ("msgs_per_s", "req/s", 1, "Mreq"),
+    "http-close": ("msgs_per_s", "req/s", 1, "Mreq"),
 }
 TITLES = {
     "pp50": "TCP ping-pong, 50 conns, 64 B (PROXY v1)",
@@ -44,6 +46,8 @@ TITLES = {
     "stream50": "TCP two-way streams, 50 conns, flat out through an echo (tcpkali's method)",
     "udp-stream": "UDP stream, 50 flows, 1200 B (delivered)",
     "udp-rr": "UDP request/response, 50 flows, 1200 B",
+    "http-ka": "HTTP keep-alive: wrk, 64 conns -> HAProxy send-proxy-v2 -> proxy -> nginx",
+    "http-close": "HTTP Connection: close (a connection per request), same path",
 }
 
 

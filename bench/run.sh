@@ -11,8 +11,10 @@
 #   bench/run.sh --field                  then the field loads (bench/field.sh)
 #
 # Configurations: no proxy (the generator talks to the upstream directly),
-# mmproxy-bpf once per engine, go-mmproxy, and with --with-haproxy the same
-# three behind HAProxy (clients in a second namespace joined by veth).
+# mmproxy-bpf once per engine, go-mmproxy, go-mmproxy HEAD and mmproxy-rs
+# when installed, and with --with-haproxy the same behind HAProxy (clients in
+# a second namespace joined by veth). The http scenarios always run wrk
+# through HAProxy to nginx.
 # Results: bench/results/<date>-<host>.json, a table of medians on stdout,
 # bench/results/<date>-<host>.png, copied to bench/results/latest.png.
 #
@@ -29,6 +31,10 @@ BIN=${MMPROXY_BPF:-$BUILD/mmproxy-bpf}
 # A/B runs: a second mmproxy-bpf binary, run as mmproxy-bpf-base/ENGINE in the same rounds.
 BASE_BIN=${MMPROXY_BPF_BASE:-}
 GO_MMPROXY=${GO_MMPROXY:-$(command -v go-mmproxy || true)}
+# Peers that are not packaged (built from their repositories, see
+# docs/benchmarks.md): compared when installed.
+GO_MMPROXY_HEAD=${GO_MMPROXY_HEAD:-/usr/local/bin/go-mmproxy-head}
+MMPROXY_RS=${MMPROXY_RS:-/usr/local/bin/mmproxy-rs}
 HAPROXY=${HAPROXY:-$(command -v haproxy || true)}
 
 ORIG_ARGS="$*"
@@ -64,7 +70,8 @@ usage: bench/run.sh [--quick | --full] [options]
   --no-plot             skip the gnuplot chart
   --field               afterwards run bench/field.sh (tcpkali streams, wrk
                         through HAProxy to nginx) with the same rounds
-Environment: MMPROXY_BPF, GO_MMPROXY, HAPROXY override the binaries;
+Environment: MMPROXY_BPF, GO_MMPROXY, GO_MMPROXY_HEAD, MMPROXY_RS, HAPROXY
+  override the binaries;
   MMPROXY_BPF_BASE adds a second mmproxy-bpf binary (configurations
   mmproxy-bpf-base/ENGINE) for before/after comparisons in one run.
 EOF
@@ -82,6 +89,10 @@ SCENARIO_TABLE=(
 	"stream50|loadgen|-m stream -c 50|echo|v1"
 	"udp-stream|udpgen|stream -c 50 -s 1200|udpsink|v2"
 	"udp-rr|udpgen|rr -c 50 -s 1200|udpecho|v2"
+	# wrk (2 threads, 64 connections) -> HAProxy send-proxy-v2 -> the proxy ->
+	# nginx; "none" is wrk -> HAProxy -> nginx. Clients in the second namespace.
+	"http-ka|wrk|-c 64|nginx|v2"
+	"http-close|wrk|-c 64 --close|nginx|v2"
 )
 ALL_SCENARIOS=$(printf '%s\n' "${SCENARIO_TABLE[@]}" | cut -d'|' -f1 | paste -sd, -)
 
@@ -191,7 +202,7 @@ setup_ns() {
 	in_ns "$NS" sysctl -qw net.core.somaxconn=65535
 	in_ns "$NS" sysctl -qw net.ipv4.tcp_max_syn_backlog=65535
 
-	((WITH_HAPROXY)) || return 0
+	((WITH_HAPROXY || WANT_HTTP)) || return 0
 	ip netns add "$NSC"
 	NS_MADE+=("$NSC")
 	in_ns "$NSC" ip link set lo up
@@ -206,13 +217,13 @@ setup_ns() {
 	for ((i = 129; i < 255; i++)); do
 		echo "addr add 198.51.100.$i/24 dev ${TAG}c"
 	done | in_ns "$NSC" ip -batch -
-	in_ns "$NSC" sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
+	in_ns "$NSC" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
 }
 
 # Upstreams run for the whole session, one port per kind.
 PORT_PROXY=8443
 PORT_HAPROXY=8080
-declare -A UP_PORT=([echo]=9000 [sink]=9001 [source]=9002 [udpecho]=9100 [udpsink]=9101)
+declare -A UP_PORT=([echo]=9000 [sink]=9001 [source]=9002 [nginx]=9080 [udpecho]=9100 [udpsink]=9101)
 
 # wait_listen NS PROTO PORT PID: until something listens, or PID died.
 wait_listen() {
@@ -242,6 +253,21 @@ start_upstreams() {
 		>"$TMP/udpecho.log" 2>&1 &
 	PIDS+=($!)
 	wait_listen "$NS" udp "${UP_PORT[udpecho]}" $! || die "udp echo did not start"
+	((WANT_HTTP)) || return 0
+	mkdir -p "$TMP/www"
+	chmod 755 "$TMP" "$TMP/www"
+	head -c 612 /dev/zero | tr '\0' x >"$TMP/www/index.html" # nginx's default page size
+	cat >"$TMP/nginx.conf" <<EOF
+daemon off; master_process on; worker_processes 2; pid $TMP/nginx.pid;
+error_log $TMP/nginx-error.log warn;
+events { worker_connections 65536; }
+http { access_log off; keepalive_requests 1000000; keepalive_timeout 60s;
+  server { listen 127.0.0.1:${UP_PORT[nginx]} reuseport backlog=65535; root $TMP/www; } }
+EOF
+	(ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec nsenter --net="/run/netns/$NS" nginx -p "$TMP" -c "$TMP/nginx.conf" \
+		-e "$TMP/nginx-error.log") >"$TMP/nginx.log" 2>&1 &
+	PIDS+=($!)
+	wait_listen "$NS" tcp "${UP_PORT[nginx]}" $! || die "nginx did not start"
 }
 
 # ---- configurations -----------------------------------------------------
@@ -269,6 +295,8 @@ if [[ -n $GO_MMPROXY ]]; then
 else
 	log "run.sh: go-mmproxy not installed: skipped (scripts/deps.sh installs it)"
 fi
+[[ -x $GO_MMPROXY_HEAD ]] && CONFIGS+=(go-mmproxy-head)
+[[ -x $MMPROXY_RS ]] && CONFIGS+=(mmproxy-rs)
 if ((WITH_HAPROXY)); then
 	[[ -n $HAPROXY ]] || die "--with-haproxy: haproxy not installed (scripts/deps.sh installs it)"
 	for c in "${CONFIGS[@]}"; do
@@ -297,6 +325,10 @@ why_not() {
 		echo "HAProxy does not send PROXY headers over UDP"
 	elif [[ $proto == udp && $cfg == mmproxy-bpf/* ]] && ((!MMP_UDP)); then
 		echo "mmproxy-bpf has no UDP mode yet (its run --help says so)"
+	elif [[ $proto == http && $cfg == haproxy* ]]; then
+		echo "the http scenarios always run behind HAProxy (their 'none' is HAProxy alone)"
+	elif [[ $proto == http && -n $HTTP_MISSING ]]; then
+		echo "$HTTP_MISSING not installed (scripts/deps.sh installs them)"
 	fi
 }
 
@@ -313,13 +345,22 @@ start_proxy() {
 		mmproxy-bpf/* | mmproxy-bpf-base/*)
 			local bin=$BIN
 			[[ $inner == mmproxy-bpf-base/* ]] && bin=$BASE_BIN
+			# --detach: a tc instance stopped with flows still spliced would leave
+			# its filter on lo for a successor, and every later configuration
+			# would pay for it per packet.
 			cmd=("$bin" run -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up"
-				--listeners 2 --engine "${inner#*/}" --pin-dir "$PIN_DIR" -v 0)
+				--listeners 2 --engine "${inner#*/}" --pin-dir "$PIN_DIR" --detach -v 0)
 			[[ $proto == udp ]] && cmd+=(-p udp)
 			;;
-		go-mmproxy)
-			cmd=("$GO_MMPROXY" -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up"
+		go-mmproxy | go-mmproxy-head)
+			local go=$GO_MMPROXY
+			[[ $inner == go-mmproxy-head ]] && go=$GO_MMPROXY_HEAD
+			cmd=("$go" -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up"
 				-listeners 2 -v 0)
+			[[ $proto == udp ]] && cmd+=(-p udp)
+			;;
+		mmproxy-rs)
+			cmd=("$MMPROXY_RS" -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up" --listeners 2)
 			[[ $proto == udp ]] && cmd+=(-p udp)
 			;;
 		esac
@@ -377,14 +418,19 @@ json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.ar
 
 # run_one SCENARIO-LINE CFG ROUND
 run_one() {
-	local name tool args upkind hdr cfg=$2 round=$3 proto=tcp up target ns=$NS out json
+	local name tool args upkind hdr cfg=$2 round=$3 proto=tcp up target ns=$NS out json pcfg=$2
 	IFS='|' read -r name tool args upkind hdr <<<"$1"
 	[[ $tool == udpgen ]] && proto=udp
+	# http: HAProxy in front of every configuration ("none" is HAProxy alone).
+	if [[ $tool == wrk ]]; then
+		pcfg=haproxy+$cfg
+		[[ $cfg == none ]] && pcfg=haproxy
+	fi
 	up=${UP_PORT[$upkind]}
 	local -a cmd watch=()
 	read -r -a cmd <<<"$args"
 
-	if ! start_proxy "$cfg" "$proto" "$up"; then
+	if ! start_proxy "$pcfg" "$proto" "$up"; then
 		log "  $name / $cfg round $round: proxy did not start; log:"
 		tail -n 5 "$TMP/proxy.log" >&2 || true
 		printf '{"scenario":"%s","config":"%s","round":%d,"ok":false,"error":"proxy did not start"}\n' \
@@ -393,8 +439,13 @@ run_one() {
 		return 0
 	fi
 	for pid in "${PROXY_PIDS[@]}"; do watch+=(--watch-pid "$pid"); done
+	# http: the proxy's CPU, not HAProxy's (started last; alone for "none").
+	if [[ $tool == wrk ]]; then
+		watch=()
+		[[ $cfg != none ]] && watch=(--watch-pid "${PROXY_PIDS[0]}")
+	fi
 
-	case $cfg in
+	case $pcfg in
 	none) target=127.0.0.1:$up; hdr=none ;;
 	haproxy*) target=198.51.100.1:$PORT_HAPROXY; hdr=none; ns=$NSC ;;
 	*) target=127.0.0.1:$PORT_PROXY ;;
@@ -412,6 +463,14 @@ run_one() {
 			cmd+=(--source-range 198.51.100.128/25)
 		fi
 		cmd+=("$target")
+	elif [[ $tool == wrk ]]; then
+		cmd=(python3 "$BENCH_DIR/wrk_run.py" --ns "$NSC" "${cmd[@]}" -T "$DURATION" --warmup "$WARMUP"
+			"${watch[@]}" "http://$target/")
+		ns=$NS # wrk_run.py enters the client namespace itself
+		# Connection: close reuses wrk's ports within seconds, and the proxy's
+		# transparent bind to such a client ip:port would meet its own TIME_WAIT
+		# socket: none in this namespace while it runs (bench/field.sh does the same).
+		[[ $args == *--close* ]] && in_ns "$NS" sysctl -qw net.ipv4.tcp_max_tw_buckets=0
 	else
 		cmd=("$TOOLS/udpgen" "${cmd[@]}" --threads "$LG_THREADS" -T "$DURATION" --warmup "$WARMUP"
 			--proxy "$hdr" --client-range 203.0.113.0/24 --client-offset "$CLIENT_OFFSET" -q
@@ -424,6 +483,7 @@ run_one() {
 		log "  $name / $cfg round $round: generator failed:"
 		tail -n 5 "$out" >&2
 	fi
+	[[ $tool == wrk ]] && in_ns "$NS" sysctl -qw net.ipv4.tcp_max_tw_buckets="$TW_BUCKETS"
 	stop_proxy
 	json=$(sed -n 's/^JSON //p' "$out" | tail -n 1)
 	if [[ -z $json ]]; then
@@ -436,7 +496,7 @@ run_one() {
 	# Fresh client addresses next time: the last run's tuples may sit in TIME_WAIT.
 	if [[ $tool == loadgen ]]; then
 		CLIENT_OFFSET=$(json_field "$json" client_next)
-	else
+	elif [[ $tool == udpgen ]]; then
 		CLIENT_OFFSET=$((CLIENT_OFFSET + $(json_field "$json" flows)))
 	fi
 	python3 "$BENCH_DIR/report.py" --line "$RAW"
@@ -444,8 +504,16 @@ run_one() {
 
 # ---- main ---------------------------------------------------------------
 
+# The http scenarios need a client namespace, nginx, HAProxy and wrk.
+WANT_HTTP=0
+[[ ,$SCENARIOS, == *,http-* ]] && WANT_HTTP=1
+HTTP_MISSING=
+for t in wrk nginx haproxy; do command -v $t >/dev/null || HTTP_MISSING+="${HTTP_MISSING:+, }$t"; done
+[[ -n $HTTP_MISSING ]] && WANT_HTTP=0
+
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
 setup_ns
+TW_BUCKETS=$(in_ns "$NS" sysctl -n net.ipv4.tcp_max_tw_buckets)
 start_upstreams
 
 # How busy the machine is without us: other tenants skew every number.
@@ -472,6 +540,7 @@ for want in "${WANT[@]}"; do
 	[[ -n $line ]] || die "unknown scenario '$want' (have: $ALL_SCENARIOS)"
 	proto=tcp
 	[[ $line == *"|udpgen|"* ]] && proto=udp
+	[[ $line == *"|wrk|"* ]] && proto=http
 	runnable=()
 	for cfg in "${CONFIGS[@]}"; do
 		reason=$(why_not "$proto" "$cfg")
