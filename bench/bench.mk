@@ -1,6 +1,9 @@
 # Benchmark suite, included by the top-level Makefile.
 #   make bench-tools   loadgen, upstream and udpgen into $(BUILD)/bench/
-#   make bench         quick side-by-side run (~5 min): bench/run.sh --quick
+#   make bench         quick side-by-side run: bench/run.sh --quick, every scenario
+#                      (stream50 and wrk through HAProxy to nginx included) against
+#                      go-mmproxy, and go-mmproxy HEAD and mmproxy-rs when installed
+#                      (~20 min with the three engines and all peers)
 #   make bench-full    longer runs, 5 rounds, also behind HAProxy (~45 min)
 #   make bench-field   field loads with tcpkali and wrk through HAProxy to
 #                      nginx, against the peers (bench/field.sh, ~15 min)

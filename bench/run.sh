@@ -464,7 +464,9 @@ run_one() {
 		fi
 		cmd+=("$target")
 	elif [[ $tool == wrk ]]; then
-		cmd=(python3 "$BENCH_DIR/wrk_run.py" --ns "$NSC" "${cmd[@]}" -T "$DURATION" --warmup "$WARMUP"
+		# At least 5 s: the warm-up is a wrk run of its own, so the measured
+		# connections are new and each pays its tc hand-off in the interval.
+		cmd=(python3 "$BENCH_DIR/wrk_run.py" --ns "$NSC" "${cmd[@]}" -T "$((DURATION < 5 ? 5 : DURATION))" --warmup "$WARMUP"
 			"${watch[@]}" "http://$target/")
 		ns=$NS # wrk_run.py enters the client namespace itself
 		# Connection: close reuses wrk's ports within seconds, and the proxy's

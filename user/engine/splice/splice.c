@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/splice/splice.h"
 #include "engine/splice/splice_dir.h"
+#include "lib/config.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 
@@ -73,12 +74,12 @@ static enum mmp_pump_result forward_fin(struct mmp_splice_dir *d, int dst, bool 
  * the direction is waiting (EAGAIN) or finished, or what went wrong. `last`:
  * the other direction has forwarded its FIN already.
  *
- * A short splice ends the work without a call that would only return
- * EAGAIN: one into dst means dst is full (d->dst_full, which also stops the
- * reads, see interest()), one from src means src is drained (or the pipe ran
- * out of slots; level-triggered EPOLLIN comes back either way). On a flat-out
- * two-way stream those EAGAIN calls were 39% of all splices, and the proxy
- * used 1.6 times go-mmproxy's CPU for 0.75 of its throughput
+ * With d->relay_only a short splice ends the work without a call that would
+ * only return EAGAIN: one into dst means dst is full (d->dst_full, which also
+ * stops the reads, see interest()), one from src means src is drained (or the
+ * pipe ran out of slots; level-triggered EPOLLIN comes back either way). On a
+ * flat-out two-way stream those EAGAIN calls were 39% of all splices, and the
+ * proxy used 1.6 times go-mmproxy's CPU for 0.75 of its throughput
  * (docs/DESIGN.md §3d).
  */
 static enum mmp_pump_result pump(struct mmp_splice_dir *d, int src, int dst, bool last)
@@ -105,15 +106,17 @@ static enum mmp_pump_result pump(struct mmp_splice_dir *d, int src, int dst, boo
 					continue;
 				if (errno != EAGAIN)
 					return PUMP_RESET_SRC;
+				if (!d->relay_only)
+					return PUMP_OK; /* dst is full: wait for EPOLLOUT */
 				n = 0;
 			}
 			d->in_pipe -= n;
-			if (d->in_pipe > 0) {
+			if (d->relay_only && d->in_pipe > 0) {
 				d->dst_full = true; /* wait for EPOLLOUT */
 				return PUMP_OK;
 			}
 		}
-		if (d->src_eof || src_drained)
+		if (d->src_eof || d->in_pipe >= cap || src_drained)
 			break;
 		want = cap - d->in_pipe;
 		n = splice(src, NULL, d->pipe_wr, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -127,8 +130,10 @@ static enum mmp_pump_result pump(struct mmp_splice_dir *d, int src, int dst, boo
 		if (n == 0)
 			d->src_eof = true;
 		d->in_pipe += n;
+		if (n == 0 && d->in_pipe == 0)
+			break;
 		/* The next round writes what this one read, then stops. */
-		src_drained = (size_t)n < want;
+		src_drained = d->relay_only && (size_t)n < want;
 	}
 	return forward_fin(d, dst, last);
 }
@@ -209,6 +214,12 @@ static int splice_start(struct mmp_loop *loop, struct mmp_conn *c)
 		return 0;
 	}
 	s->dir[0].pipe_rd = s->dir[0].pipe_wr = s->dir[1].pipe_rd = s->dir[1].pipe_wr = -1;
+	/*
+	 * Only where no tc hand-off follows: the hand-off's drain (HOLD) was
+	 * measured with the pump as it was, and t10's PAWS drops, seen with and
+	 * without these rules, left an A/B there inconclusive (docs/DESIGN.md §3d).
+	 */
+	s->dir[0].relay_only = s->dir[1].relay_only = loop->cfg->engine == MMP_ENGINE_SPLICE;
 	c->ctx = s;
 	/* No pipes yet: a direction opens its own once it needs one (splice_copy.c). */
 	if (!c->header_consumed) {

@@ -8,15 +8,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "engine/splice/splice_dir.h"
 
-int mmp_splice_open_pipe(struct mmp_splice_dir *d)
+int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 {
-	int p[2], sz;
+	int p[2], sz, lowat = MMP_SPLICE_NOTSENT_LOWAT;
 
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC))
 		return -errno;
+	/*
+	 * Best effort: a long flow's unsent bytes wait in src's queue and the
+	 * pipe, not also megabytes of them in dst's send queue. Without it, 50
+	 * two-way streams pushed TCP's memory past tcp_mem's pressure mark, which
+	 * slows every socket on the host (docs/DESIGN.md §3d).
+	 */
+	if (d->relay_only)
+		setsockopt(dst, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 	/* Best effort: a bigger pipe means fewer syscalls per byte on bulk flows. */
 	fcntl(p[1], F_SETPIPE_SZ, MMP_SPLICE_PIPE_BYTES);
 	sz = fcntl(p[1], F_GETPIPE_SZ);
@@ -27,10 +37,10 @@ int mmp_splice_open_pipe(struct mmp_splice_dir *d)
 }
 
 /* dst took only `sent` of n bytes: the rest waits in the pipe, which has room for all of it. */
-static enum mmp_pump_result park_rest(struct mmp_splice_dir *d, const char *buf, size_t sent, size_t n)
+static enum mmp_pump_result park_rest(struct mmp_splice_dir *d, int dst, const char *buf, size_t sent, size_t n)
 {
 	ssize_t w;
-	int err = mmp_splice_open_pipe(d);
+	int err = mmp_splice_open_pipe(d, dst);
 
 	if (err) {
 		d->pipe_err = err;
@@ -43,7 +53,7 @@ static enum mmp_pump_result park_rest(struct mmp_splice_dir *d, const char *buf,
 		return PUMP_NO_PIPE;
 	}
 	d->in_pipe = n - sent;
-	d->dst_full = true;
+	d->dst_full = d->relay_only;
 	return PUMP_OK;
 }
 
@@ -57,7 +67,7 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 
 		if (d->copied >= MMP_SPLICE_COPY_LIMIT) {
 			/* A long flow: splice from now on. Without a pipe it just keeps copying. */
-			if (mmp_splice_open_pipe(d) == 0)
+			if (mmp_splice_open_pipe(d, dst) == 0)
 				break;
 		}
 		n = recv(src, buf, sizeof(buf), 0);
@@ -85,7 +95,7 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 		if (sent < 0)
 			sent = 0;
 		if ((size_t)sent < len)
-			return park_rest(d, buf + skip, sent, len); /* dst is full: wait for EPOLLOUT */
+			return park_rest(d, dst, buf + skip, sent, len); /* dst is full: wait for EPOLLOUT */
 		/*
 		 * A short read drained the socket: epoll is level-triggered here, so
 		 * more bytes or the FIN wake us again; asking now would only get EAGAIN.
