@@ -22,6 +22,7 @@
 #include "core/conn.h"
 #include "core/loop.h"
 #include "engine/splice/splice.h"
+#include "lib/config.h"
 
 int __real_pipe2(int fds[2], int flags);
 int __real_close(int fd);
@@ -89,8 +90,12 @@ static void fill(int fd)
 static void run_case(int fail_at, int dirs)
 {
 	static struct mmp_loop loop;
+	/* --engine splice: the relay-only path, whose first pipe also sets TCP_NOTSENT_LOWAT (best effort on AF_UNIX). */
+	static const struct mmp_config cfg = { .engine = MMP_ENGINE_SPLICE };
 	struct mmp_conn c = { 0 };
 	int cl[2], up[2], before;
+
+	loop.cfg = &cfg;
 
 	/* cl[1], up[0]: the proxy's two sockets; cl[0], up[1]: the load balancer and the upstream. */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, cl), 0);
