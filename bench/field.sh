@@ -31,6 +31,8 @@
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=nginx_conf.sh
+source "$BENCH_DIR/nginx_conf.sh"
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 BIN=${MMPROXY_BPF:-$BUILD/mmproxy-bpf}
@@ -125,15 +127,7 @@ P_ECHO=9000 P_NGINX=9080 P_PROXY=8443 P_HAPROXY=8080
 nsenter --net="/run/netns/$NS" "$UPSTREAM" -m echo --threads 2 -l 127.0.0.1:$P_ECHO >"$TMP/echo.log" 2>&1 &
 PIDS+=($!)
 wait_listen "$NS" $P_ECHO $! || die "echo upstream did not start"
-mkdir -p "$TMP/www" && chmod 755 "$TMP" "$TMP/www"
-head -c 612 /dev/zero | tr '\0' x >"$TMP/www/index.html"
-cat >"$TMP/nginx.conf" <<EOF
-daemon off; master_process on; worker_processes 2; pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log warn;
-events { worker_connections 65536; }
-http { access_log off; keepalive_requests 1000000; keepalive_timeout 60s;
-  server { listen 127.0.0.1:$P_NGINX reuseport backlog=65535; root $TMP/www; } }
-EOF
+nginx_conf "$TMP" $P_NGINX
 (ulimit -n "$(ulimit -Hn)"; exec nsenter --net="/run/netns/$NS" nginx -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/nginx-error.log") \
 	>"$TMP/nginx.log" 2>&1 &
 PIDS+=($!)

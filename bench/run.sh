@@ -24,6 +24,8 @@
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=nginx_conf.sh
+source "$BENCH_DIR/nginx_conf.sh"
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 TOOLS=$BUILD/bench
@@ -254,16 +256,7 @@ start_upstreams() {
 	PIDS+=($!)
 	wait_listen "$NS" udp "${UP_PORT[udpecho]}" $! || die "udp echo did not start"
 	((WANT_HTTP)) || return 0
-	mkdir -p "$TMP/www"
-	chmod 755 "$TMP" "$TMP/www"
-	head -c 612 /dev/zero | tr '\0' x >"$TMP/www/index.html" # nginx's default page size
-	cat >"$TMP/nginx.conf" <<EOF
-daemon off; master_process on; worker_processes 2; pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log warn;
-events { worker_connections 65536; }
-http { access_log off; keepalive_requests 1000000; keepalive_timeout 60s;
-  server { listen 127.0.0.1:${UP_PORT[nginx]} reuseport backlog=65535; root $TMP/www; } }
-EOF
+	nginx_conf "$TMP" "${UP_PORT[nginx]}"
 	(ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec nsenter --net="/run/netns/$NS" nginx -p "$TMP" -c "$TMP/nginx.conf" \
 		-e "$TMP/nginx-error.log") >"$TMP/nginx.log" 2>&1 &
 	PIDS+=($!)
