@@ -142,8 +142,8 @@ static uint32_t interest(const struct mmp_splice_dir *rd, const struct mmp_splic
 {
 	uint32_t ev = 0;
 
-	/* A direction whose dst is full waits for dst alone: src's bytes keep in src's queue. */
-	if (!rd->src_eof && (!mmp_splice_piped(rd) || rd->in_pipe == 0 || (!rd->dst_full && rd->in_pipe < rd->cap)))
+	/* A direction whose dst is full (only ever with bytes in its pipe) waits for dst alone: src's bytes keep in src's queue. */
+	if (!rd->src_eof && (!mmp_splice_piped(rd) || (!rd->dst_full && rd->in_pipe < rd->cap)))
 		ev |= EPOLLIN;
 	if (wr->in_pipe > 0)
 		ev |= EPOLLOUT;
