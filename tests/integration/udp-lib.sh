@@ -178,10 +178,11 @@ udp_counters_fresh() { sleep 1.2; }
 # udp_flows_json: mmp_udp_flows as a JSON list of {"key": cookie, "value": {named fields}}.
 # A dump walks the hash with get_next_key, which starts over when the key it
 # stands on is deleted meanwhile (flows closing): entries can repeat, so keep
-# one per key.
+# one per key. A key deleted between get_next_key and its lookup comes out as
+# {"key", "error"} with no "formatted" part: it is gone, so skip it.
 udp_flows_json() {
 	bpftool -j map dump pinned "$MMP_PINDIR/mmp_udp_flows" 2>/dev/null |
-		python3 -c 'import json,sys; json.dump(list({e["formatted"]["key"]: e["formatted"] for e in json.load(sys.stdin)}.values()), sys.stdout)'
+		python3 -c 'import json,sys; json.dump(list({e["formatted"]["key"]: e["formatted"] for e in json.load(sys.stdin) if "formatted" in e}.values()), sys.stdout)'
 }
 
 # udp_flows_for ADDR PORT: "cookie created_ns pkts_up pkts_down lb_port" per flow of that client.
