@@ -564,6 +564,19 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	if (tv->role == MMP_TC_ROLE_HOLD_CONN1 || tv->role == MMP_TC_ROLE_HOLD_CONN2) {
 		if (flow->mode != MMP_TC_MODE_HOLD && flow->mode != MMP_TC_MODE_FREEZE)
 			return TC_ACT_OK;
+		/*
+		 * A frozen socket still runs its timers: a delayed ACK can leave it
+		 * after its state was read. Its ack and window are stale by then
+		 * (the switch's window updates carry both, an abort's reopen
+		 * too), and one that lands after the window update would close
+		 * the peer's window again, or be dropped by PAWS (docs/DESIGN.md
+		 * §3b). Data and FINs still pass: quiet() sees them unacked.
+		 */
+		if (flow->mode == MMP_TC_MODE_FREEZE && p->payload == 0 &&
+		    !(p->old.h[13] & (TH_SYN | TH_FIN | TH_RST))) {
+			count(MMP_TC_CNT_FROZEN_ACKS_DROPPED);
+			return TC_ACT_SHOT;
+		}
 		__builtin_memcpy(&p->new, &p->old, TCP_HLEN);
 		return hold(skb, p);
 	}

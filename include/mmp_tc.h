@@ -125,6 +125,7 @@ struct mmp_tc_ts_query {
 	X(REDIRECT_FAILED, rewrite_failures, "packets whose rewrite or redirect failed")               \
 	X(NOT_TCP_OR_FRAGMENT, ipv4_fragments_passed, "IPv4 fragments passed untouched")               \
 	X(FREEZE_DROPS, freeze_drops, "peer segments dropped while the sockets froze")                 \
+	X(FROZEN_ACKS_DROPPED, frozen_socket_acks_dropped, "pure ACKs the frozen sockets sent: dropped, the switch re-sends them") \
 	X(TUPLE_REUSED, tuples_reused_by_syn, "SYNs that reused an ended flow's tuple")                \
 	X(ICMP_TRANSLATED, icmp_errors_translated, "ICMP errors about conn1 segments turned into the upstream's") \
 	X(RST_DROPPED, rsts_out_of_window_dropped, "RSTs outside the receiver's window: dropped")       \

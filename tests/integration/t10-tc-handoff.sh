@@ -28,9 +28,10 @@
 #   - no stall: no receiver waited more than STALL_MS between two reads (the
 #     failure modes known from the prototypes are a 200 ms RTO after a lost
 #     segment and a 207 ms persist-timer stall after a missed window update);
-#   - no segment dropped by PAWS (TcpExtPAWSEstab in the proxy namespace,
-#     where every socket of the case lives; retransmits, RTOs, loss probes
-#     and window probes are printed).
+#   - no data segment dropped by PAWS (tc_paws_verdict: TcpExtPAWSEstab
+#     with TcpRetransSegs in the proxy namespace, where every socket of the
+#     case lives; retransmits, RTOs, loss probes and window probes are
+#     printed).
 # Timing on 2 shared cores: when the load average exceeds the core count,
 # the timing FAILs say so; judge them against a run on a quiet machine.
 source "$(dirname "$0")/lib.sh"
@@ -55,7 +56,7 @@ NCPU=$(nproc)
 # handoff_case NAME PROXY_LISTEN UPSTREAM_LISTEN N NET PORT_BASE
 handoff_case() {
 	local name=$1 listen=$2 uplisten=$3 n=$4 net=$5 pbase=$6
-	local out="$T_TMP/bidir-$pbase.out" mark t0 ms ok bad gaps worst over50 tr0 tr1 held0 held1 load0 target
+	local out="$T_TMP/bidir-$pbase.out" mark t0 ms ok bad gaps worst over50 tr0 tr1 held0 held1 load0 target paws
 	case_begin "$name"
 	if ! tc_mmp_start "$(tc_pindir "$pbase")" "$listen"; then
 		case_fail "$MMP_START_ERR"
@@ -109,7 +110,8 @@ handoff_case() {
 	fi
 	# Every TCP socket of the case (load balancer, proxy, upstream) is in the
 	# proxy namespace: its counters say why a receiver waited.
-	((${NSTAT_D[TcpExtPAWSEstab]:-0} == 0)) || case_fail "${NSTAT_D[TcpExtPAWSEstab]} segments dropped by PAWS (translated timestamps too old)"
+	paws=$(tc_paws_verdict)
+	[[ -z $paws ]] || case_fail "$paws"
 	echo "# $T_ID $name: TCP counters in the proxy namespace: $NSTAT_STR"
 	echo "# $T_ID $name: per-connection completion ms $(awk '/^conn / { for (i = 1; i < NF; i++) if ($i == "ms") print $(i + 1) }' "$out" | percentiles); longest read gap $worst ms, $over50 of $((2 * n)) receivers waited > 50 ms once"
 	case_note "$ok/$n exact, $OC_SPLICED spliced in the kernel, hand-off p50 $HO_P50 ms p99 $HO_P99 ms, longest gap ${worst:-?} ms, $((tr1 - tr0)) packets translated, $((held1 - held0)) zero-window segments, ${NSTAT_D[TcpRetransSegs]} retransmits, $ms ms"

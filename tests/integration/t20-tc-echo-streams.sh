@@ -18,7 +18,7 @@
 #     against what the other received);
 #   - every flow spliced in the kernel (-v 2 "spliced in the kernel" lines),
 #     none left on splice;
-#   - no segment dropped by PAWS in the proxy namespace.
+#   - no data segment dropped by PAWS in the proxy namespace (tc_paws_verdict).
 # Printed: hand-off p50/p99/max (an echo flow drains megabytes first), aborted
 # first attempts (both held), retransmits, RTOs, window probes.
 source "$(dirname "$0")/lib.sh"
@@ -36,7 +36,7 @@ MMP_TC_HANDOFF_DELAY=${T20_HANDOFF_DELAY_MS:-300}
 # echo_case NAME PROXY_LISTEN UPSTREAM_LISTEN NET PORT_BASE
 echo_case() {
 	local name=$1 listen=$2 uplisten=$3 net=$4 pbase=$5
-	local out="$T_TMP/echo-$pbase.out" mark ok bad t0 ms
+	local out="$T_TMP/echo-$pbase.out" mark ok bad t0 ms paws
 	case_begin "$name"
 	if ! tc_mmp_start "$(tc_pindir "$pbase")" "$listen"; then
 		case_fail "$MMP_START_ERR"
@@ -60,7 +60,8 @@ echo_case() {
 	((OC_SPLICED == N)) ||
 		case_fail "$OC_SPLICED of $N flows spliced in the kernel ($OC_ABORTED hand-offs aborted; first: $OC_FIRST_OTHER)"
 	((OC_STAYS == 0)) || case_fail "$OC_STAYS flows stayed on splice (first: $OC_FIRST_OTHER)"
-	((${NSTAT_D[TcpExtPAWSEstab]:-0} == 0)) || case_fail "${NSTAT_D[TcpExtPAWSEstab]} segments dropped by PAWS"
+	paws=$(tc_paws_verdict)
+	[[ -z $paws ]] || case_fail "$paws"
 	tc_handoff_stats "$MMP_LOG" "$mark"
 	echo "# $T_ID $name: hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted before the staged one; $NSTAT_STR"
 	case_note "$ok/$N exact, $OC_SPLICED spliced in the kernel, hand-off p50 $HO_P50 ms max $HO_MAX ms, $OC_ABORTED attempts aborted, $ms ms"

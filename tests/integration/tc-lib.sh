@@ -204,6 +204,18 @@ tc_nstat_delta() {
 	NSTAT_STR="retransmits ${NSTAT_D[TcpRetransSegs]}, RTOs ${NSTAT_D[TcpExtTCPTimeouts]}, loss probes ${NSTAT_D[TcpExtTCPLossProbes]}, PAWS drops ${NSTAT_D[TcpExtPAWSEstab]}, acks skipped by PAWS ${NSTAT_D[TcpExtTCPACKSkippedPAWS]}, window probes ${NSTAT_D[TcpExtTCPWinProbe]}, zero-window drops ${NSTAT_D[TcpExtTCPZeroWindowDrop]}"
 }
 
+# tc_paws_verdict: after tc_nstat_delta, a failure reason when PAWS dropped
+# segments that cost data, else empty. A data segment dropped for an old
+# TSval must be retransmitted (the bytes do arrive exact), so PAWS drops with
+# retransmits fail; without any, what PAWS dropped were stale pure ACKs: the
+# second window update of a switch, landing after that peer's own translated
+# segment (docs/DESIGN.md §3b, step 7), harmless and printed only.
+tc_paws_verdict() {
+	local paws=${NSTAT_D[TcpExtPAWSEstab]:-0} rtx=${NSTAT_D[TcpRetransSegs]:-0}
+	((paws > 0 && rtx > 0)) || return 0
+	echo "$paws segments dropped by PAWS and $rtx retransmitted (translated timestamps too old)"
+}
+
 # tc_run_bidir NS OUT ARGS...: run mmpt-bidir ARGS in NS, output in OUT, and
 # while it runs, for every "stall" line it prints (a connection that moved no
 # byte for 2 s, still open), save what the kernel and the maps say about it

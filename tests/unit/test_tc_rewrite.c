@@ -565,7 +565,7 @@ static const struct rw_case cases[] = {
 
 	/* ---- FREEZE ---- */
 	{
-		.name = "FREEZE: UP/DOWN dropped, an RST passes, HOLD_CONN2 and HOLD_CONN1 window 0",
+		.name = "FREEZE: UP/DOWN dropped, an RST passes, HOLD_CONN2 and HOLD_CONN1 window 0, their pure ACKs dropped",
 		.family = 4,
 		.mode = MODE_FREEZE,
 		.up = DIR_TS_SACK,
@@ -578,13 +578,17 @@ static const struct rw_case cases[] = {
 			{ EXP_WIN0, .in = { .tup = T_HOLD2, .seq = 7, .ack = 8, .flags = ACK, .win = 4321, .opts = "NNT",
 					    .tsval = 9, .tsecr = 10, .payload = 5 } },
 			{ EXP_WIN0, .in = { .tup = T_HOLD1, .seq = 11, .ack = 12, .flags = ACK | FIN, .win = 1 } },
+			/* A frozen socket's pure ACK (a delayed ACK timer): stale, dropped. */
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_HOLD1, .seq = 12, .ack = 12, .flags = ACK,
+								.win = 700, .opts = "NNT", .tsval = 13, .tsecr = 14 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_HOLD2, .seq = 8, .ack = 8, .flags = ACK, .win = 0 } },
 			/* A dropped RST is never retransmitted: it reaches the frozen socket untouched. */
 			{ EXP_SAME, .in = { .tup = T_UP, .seq = 1, .ack = 2, .flags = RST, .win = 0 } },
 			{ EXP_SAME, .in = { .tup = T_DOWN, .seq = 3, .ack = 4, .flags = RST | ACK, .win = 0 } },
 		},
 		.check_stats = true,
 		.check_cnt = true,
-		.cnt = { [MMP_TC_CNT_FREEZE_DROPS] = 2, [MMP_TC_CNT_HELD] = 2 },
+		.cnt = { [MMP_TC_CNT_FREEZE_DROPS] = 2, [MMP_TC_CNT_HELD] = 2, [MMP_TC_CNT_FROZEN_ACKS_DROPPED] = 2 },
 	},
 
 	/* ---- SPLICE, IPv4 ---- */
@@ -1603,6 +1607,7 @@ static const char *const counter_name[] = {
 	[MMP_TC_CNT_REDIRECT_FAILED] = "redirect_failed",
 	[MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = "not_tcp_or_fragment",
 	[MMP_TC_CNT_FREEZE_DROPS] = "freeze_drops",
+	[MMP_TC_CNT_FROZEN_ACKS_DROPPED] = "frozen_acks_dropped",
 	[MMP_TC_CNT_TUPLE_REUSED] = "tuple_reused",
 	[MMP_TC_CNT_ICMP_TRANSLATED] = "icmp_translated",
 	[MMP_TC_CNT_RST_DROPPED] = "rst_dropped",
