@@ -655,9 +655,21 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	return translate(skb, p, st, dir, d, other, reset);
 }
 
+/*
+ * Egress hooks (on a remote load balancer's interfaces; lo has none) only
+ * zero the window of the proxy's own segments while a flow is held. Until
+ * this CLOCK_MONOTONIC time, which userspace pushes past the longest a hold
+ * can last whenever one starts (mmp_tc_begin), they look; after it, every
+ * segment the host sends there passes after one read instead of a hash
+ * lookup (docs/DESIGN.md §3b).
+ */
+volatile __u64 mmp_tc_egress_until_ns;
+
 SEC("tc")
 int mmp_tc_egress(struct __sk_buff *skb)
 {
+	if (bpf_ktime_get_coarse_ns() > mmp_tc_egress_until_ns)
+		return TC_ACT_UNSPEC;
 	return handle(skb, false);
 }
 

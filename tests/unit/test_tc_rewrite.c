@@ -25,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <errno.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,6 +433,7 @@ struct rw_case {
 	uint8_t family;
 	uint32_t mode; /* 0: tuples only, no flow entry */
 	bool ingress; /* run mmp_tc_ingress instead of mmp_tc_egress */
+	bool egress_closed; /* no hold started lately: mmp_tc_egress_until_ns in the past */
 	struct dir_cfg up, down;
 	struct rx_init rx;
 	struct step steps[70];
@@ -589,6 +591,20 @@ static const struct rw_case cases[] = {
 		.check_stats = true,
 		.check_cnt = true,
 		.cnt = { [MMP_TC_CNT_FREEZE_DROPS] = 2, [MMP_TC_CNT_HELD] = 2, [MMP_TC_CNT_FROZEN_ACKS_DROPPED] = 2 },
+	},
+
+	{
+		.name = "egress with no hold started lately: a HOLD segment passes untouched, uncounted",
+		.family = 4,
+		.mode = MODE_HOLD,
+		.egress_closed = true,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.steps = {
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_HOLD1, .seq = 5, .ack = 6, .flags = ACK,
+								  .win = 0x8001, .payload = 33 } },
+		},
+		.check_cnt = true,
 	},
 
 	/* ---- SPLICE, IPv4 ---- */
@@ -1619,6 +1635,14 @@ static const char *const counter_name[] = {
 /* The current case's skeleton: destroyed by the teardown, even after a failure. */
 static struct tc_bpf *cur_skel;
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static int teardown_skel(void **state)
 {
 	(void)state;
@@ -1635,6 +1659,9 @@ static void test_case(void **state)
 	if (geteuid() != 0)
 		skip();
 	skel = cur_skel = load_skel();
+	/* What mmp_tc_begin does before a hold: the egress hook looks (a second's worth is enough). */
+	if (!c->egress_closed)
+		skel->bss->mmp_tc_egress_until_ns = mono_ns() + 1000000000ULL;
 	fill_maps(skel, c);
 	for (int i = 0; i < (int)(sizeof(c->steps) / sizeof(c->steps[0])) && c->steps[i].expect != EXP_END; i++) {
 		const struct step *s = &c->steps[i];

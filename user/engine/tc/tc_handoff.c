@@ -105,6 +105,20 @@ static int add_tuple(struct mmp_tc *tc, struct mmp_conn *c, int role)
 	return err;
 }
 
+/*
+ * The egress hooks look at segments until every hold that starts now has
+ * ended (HOLD_MAX_MS, and a second for a loop that runs late): before the
+ * first HOLD tuple exists. Loops share the engine: only ever raise it.
+ */
+static void open_egress_hooks(struct mmp_tc *tc)
+{
+	__u64 *until = (__u64 *)&tc->skel->bss->mmp_tc_egress_until_ns;
+	__u64 want = mmp_now_ns() + (HOLD_MAX_MS + 1000) * 1000000ULL, cur = __atomic_load_n(until, __ATOMIC_RELAXED);
+
+	while (cur < want && !__atomic_compare_exchange_n(until, &cur, want, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+}
+
 void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = tc_of(c);
@@ -127,6 +141,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 		return;
 	}
 	set_ifaces(tc, c, &flow);
+	open_egress_hooks(tc);
 	st.last_seen_ns = mmp_now_ns(); /* the hand-off's age, should this instance die in it */
 	if (bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_NOEXIST) ||
 	    bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
