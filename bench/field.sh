@@ -194,7 +194,7 @@ run_one() {
 	local load=$1 cfg=$2 round=$3 up=$P_ECHO verbose=0 value= unit extra= cmd
 	RUN=$((RUN + 1))
 	[[ $load == http-* ]] && up=$P_NGINX
-	[[ $load == streams* && $cfg == mmproxy-bpf/* ]] && verbose=2
+	[[ ($load == streams* || -n ${FIELD_VERBOSE:-}) && $cfg == mmproxy-bpf/* ]] && verbose=2
 	if [[ $cfg != none ]]; then
 		read -r -a cmd <<<"$(proxy_cmd "$cfg" $up $verbose)"
 		start_bg "$TMP/proxy.log" "${cmd[@]}"

@@ -164,6 +164,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	T(c)->holding = true;
 	T(c)->attempts++;
 	T(c)->quiet = 0;
+	T(c)->acks_asked = 0;
 	T(c)->start_ns = mmp_now_ns();
 	T(c)->deadline_ms = mmp_now_ms() + (T(c)->both_held ? HOLD_BOTH_TIMEOUT_MS : HOLD_TIMEOUT_MS);
 	T(c)->hold_end_ms = mmp_now_ms() + HOLD_MAX_MS;
@@ -582,6 +583,41 @@ static void announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, b
 	}
 }
 
+/*
+ * A held peer that was sent our last bytes delays its ACK (up to 40 ms on
+ * Linux), since the data that would carry it waits for the window we hold
+ * at 0: request/response flows (HTTP keep-alive) missed the first attempt's
+ * 40 ms this way, every one, and were taken by the staged one at ~48 ms.
+ * Ask for the ACK now, as TCP's own keepalive and window probes do: a pure
+ * ACK one byte below what the peer acked is out of its window, and it
+ * answers at once with its rcv_nxt (one per peer per attempt: the kernel
+ * answers one such segment per 500 ms, tcp_invalid_ratelimit).
+ */
+static void ask_for_acks(struct mmp_tc *tc, struct mmp_conn *c)
+{
+	const struct mmp_tc_tuple *to[2] = { &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN1],
+					     &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN2] };
+	int fds[2] = { c->client.fd, c->upstream.fd };
+
+	for (int i = 0; i < 2; i++) {
+		bool held = T(c)->both_held || T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1 + i;
+		int unacked = queue_bytes(fds[i], SIOCOUTQ);
+		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
+		struct frozen f;
+
+		if (!held || (T(c)->acks_asked & (1u << i)) || unacked <= 0)
+			continue;
+		if (peek_ack_state(fds[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED || f.ti.tcpi_notsent_bytes)
+			continue; /* not all sent yet: the ACK of what is in flight comes without asking */
+		T(c)->acks_asked |= 1u << i;
+		ack.seq = f.write_seq - (uint32_t)unacked - 1;
+		ack.ack = f.rcv_nxt;
+		ack.timestamps = f.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+		ack.tsval = f.tsval;
+		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
+	}
+}
+
 /* HOLD did not quiet down before its deadline: back to splice, and maybe again later. */
 static void give_up(struct mmp_loop *loop, struct mmp_conn *c)
 {
@@ -647,6 +683,7 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_tc_abort(loop, c, "a FIN arrived during the hand-off");
 		return;
 	}
+	ask_for_acks(tc_of(c), c);
 	if (!T(c)->both_held && !first_stage_done(loop, c, &d)) {
 		if (!T(c)->holding)
 			return; /* aborted */

@@ -101,6 +101,7 @@ struct mmp_tc_conn {
 	bool both_held; /* the second stage of HOLD: window 0 toward both peers */
 	uint8_t first_held; /* MMP_TC_ROLE_HOLD_CONN1 (the LB) or _CONN2 (the upstream): held first */
 	uint8_t quiet; /* consecutive quiet checks */
+	uint8_t acks_asked; /* bit 0: the LB, bit 1: the upstream was sent an ACK probe in this attempt */
 	uint64_t pending_best; /* the fewest bytes queued this stage: a stage gives up when it stops shrinking */
 	uint64_t hold_end_ms; /* an attempt never holds longer than HOLD_MAX_MS */
 	uint8_t attempts; /* hand-offs tried */
