@@ -25,6 +25,7 @@
 # --attach 'strace -c -f -p' (or 'perf stat -p', ...) runs CMD PID against
 # each proxy during the load, stopped with SIGINT; output DIR/attach-*.txt.
 # MMPROXY_BPF_BASE=BIN adds configurations mmproxy-bpf-base/ENGINE (before/after).
+# FIELD_VERBOSE=1 runs mmproxy-bpf at -v 2 on every load (the hand-off lines; KEEP_TMP=1 keeps the logs).
 # Needs root, tcpkali, wrk, haproxy, nginx; peers that are not installed are
 # skipped. Everything started is stopped by PID; the namespaces are deleted
 # (KEEP_TMP=1 keeps the work directory: configs, logs, last outputs).
