@@ -144,19 +144,22 @@ tc_totals() {
 
 # tc_wait_spliced LOG MARK CLIENT [TIMEOUT_S]: wait for the hand-off outcome
 # of CLIENT ("ADDR:PORT", "[V6]:PORT") after MARK. Returns 0 when spliced in
-# the kernel; otherwise 1 with TC_OUTCOME set to the line (or "no outcome").
+# the kernel; otherwise 1 with TC_OUTCOME set to the last line (or "no
+# outcome"). An aborted attempt may be followed by another (the proxy tries
+# a flow again), so only "stays on splice" or the timeout end the wait early.
 tc_wait_spliced() {
-	local log=$1 mark=$2 client=$3 timeout=${4:-5} i line
+	local log=$1 mark=$2 client=$3 timeout=${4:-5} i lines line
+	TC_OUTCOME="no tc engine line for client $client within $timeout s"
 	for ((i = 0; i < timeout * 20; i++)); do
-		line=$(log_since "$log" "$mark" | grep 'tc engine: ' | grep -F -m1 "client $client ")
-		if [[ -n $line ]]; then
+		lines=$(log_since "$log" "$mark" | grep 'tc engine: ' | grep -F "client $client ")
+		if [[ -n $lines ]]; then
+			line=$(tail -n 1 <<<"$lines")
 			TC_OUTCOME=${line#*tc engine: }
-			[[ $TC_OUTCOME == *"spliced in the kernel"* ]] && return 0
-			return 1
+			grep -q 'spliced in the kernel' <<<"$lines" && return 0
+			[[ $TC_OUTCOME == *"stays on splice"* ]] && return 1
 		fi
 		sleep 0.05
 	done
-	TC_OUTCOME="no tc engine line for client $client within $timeout s"
 	return 1
 }
 

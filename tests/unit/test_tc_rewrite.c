@@ -1814,7 +1814,7 @@ static uint32_t tcp_timestamp(int fd)
 
 /*
  * The TSval offsets come from each frozen socket's ts_recent (user/tc_engine.c,
- * read_ts_recent): over a loopback connection, the probe must return the
+ * mmp_tc_read_ts_recent): over a loopback connection, the probe must return the
  * last TSval the receiver accepted, between the sender's clock before and
  * after its last segment; and nothing for a tuple no socket has.
  */

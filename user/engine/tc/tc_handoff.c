@@ -17,7 +17,9 @@
 #include "core/counters.h"
 #include "core/histogram.h"
 #include "core/loop.h"
+#include "engine/tc/tc_frozen.h"
 #include "engine/tc/tc_internal.h"
+#include "engine/tc/tc_peer_acks.h"
 #include "lib/config.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
@@ -29,7 +31,6 @@
 #include "lib/netlink.h"
 #include "lib/sockinfo.h"
 
-#define TCP_STATE_ESTABLISHED 1 /* include/net/tcp_states.h */
 #define OPT_MATCH (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_ECN | TCPI_OPT_WSCALE)
 
 /* NULL when the pair can be spliced at the packet level, else why not. */
@@ -79,7 +80,6 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 	return NULL;
 }
 
-static void announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, bool to_upstream, bool zero);
 
 /* Each direction's packets are the flow's only on the interface they arrive on: lo, or the remote load balancer's. */
 static void set_ifaces(struct mmp_tc *tc, const struct mmp_conn *c, struct mmp_tc_flow *flow)
@@ -175,7 +175,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	 * filling the window it has, so its direction never drains.
 	 */
 	if (!T(c)->both_held)
-		announce_window(tc, c, T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1,
+		mmp_tc_announce_window(tc, c, T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1,
 				T(c)->first_held == MMP_TC_ROLE_HOLD_CONN2, true);
 	mmp_loop_poll_add(loop, c);
 	return;
@@ -203,17 +203,10 @@ void mmp_tc_abort(struct mmp_loop *loop, struct mmp_conn *c, const char *why)
 	mmp_tc_delete_flow(tc_of(c), T(c)->flow, &ft);
 	/* A flow that goes on in splice: the peers held at window 0 learn the real one now. */
 	if (c->state == CONN_SPLICING)
-		announce_window(tc_of(c), c, T(c)->both_held || T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1,
+		mmp_tc_announce_window(tc_of(c), c, T(c)->both_held || T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1,
 				T(c)->both_held || T(c)->first_held == MMP_TC_ROLE_HOLD_CONN2, false);
 	mmp_count(loop->counters, MMP_TCP_CNT_tc_aborted, 1);
 	pr_debug("tc engine: hand-off of client %s aborted (%s): staying on splice", mmp_conn_client_name(c, a), why);
-}
-
-static int queue_bytes(int fd, unsigned long req)
-{
-	int n = 0;
-
-	return ioctl(fd, req, &n) ? -1 : n;
 }
 
 /*
@@ -226,7 +219,7 @@ static int queue_bytes(int fd, unsigned long req)
 static uint64_t direction_pending(struct mmp_conn *c, const struct mmp_drain *d, bool up)
 {
 	int from = up ? c->client.fd : c->upstream.fd, to = up ? c->upstream.fd : c->client.fd;
-	int in = queue_bytes(from, SIOCINQ), out = queue_bytes(to, SIOCOUTQ);
+	int in = mmp_tc_queue_bytes(from, SIOCINQ), out = mmp_tc_queue_bytes(to, SIOCOUTQ);
 
 	return d->buffered[up ? 0 : 1] + (uint64_t)(in > 0 ? in : 0) + (uint64_t)(out > 0 ? out : 0);
 }
@@ -235,7 +228,7 @@ static bool direction_quiet(struct mmp_conn *c, const struct mmp_drain *d, bool 
 {
 	int from = up ? c->client.fd : c->upstream.fd, to = up ? c->upstream.fd : c->client.fd;
 
-	return d->buffered[up ? 0 : 1] == 0 && queue_bytes(from, SIOCINQ) == 0 && queue_bytes(to, SIOCOUTQ) == 0;
+	return d->buffered[up ? 0 : 1] == 0 && mmp_tc_queue_bytes(from, SIOCINQ) == 0 && mmp_tc_queue_bytes(to, SIOCOUTQ) == 0;
 }
 
 /*
@@ -266,75 +259,9 @@ static bool quiet(struct mmp_conn *c)
 	return direction_quiet(c, &d, true) && direction_quiet(c, &d, false);
 }
 
-struct frozen {
-	uint32_t rcv_nxt, write_seq, tsval;
-	uint32_t ts_recent; /* the peer's last TSval this socket accepted (read_ts_recent) */
-	struct tcp_repair_window win;
-	struct tcp_info ti;
-};
-
-static int set_repair(int fd, int on)
-{
-	return setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)) ? -errno : 0;
-}
-
-static int read_frozen(int fd, struct frozen *f)
-{
-	int q = TCP_RECV_QUEUE;
-	socklen_t len = sizeof(uint32_t);
-
-	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
-	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->rcv_nxt, &len))
-		return -errno;
-	q = TCP_SEND_QUEUE;
-	len = sizeof(uint32_t);
-	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
-	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->write_seq, &len))
-		return -errno;
-	len = sizeof(uint32_t);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &f->tsval, &len))
-		return -errno;
-	len = sizeof(f->win);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_REPAIR_WINDOW, &f->win, &len))
-		return -errno;
-	return mmp_tcp_info(fd, &f->ti);
-}
-
-/*
- * The peer's last TSval the socket receiving `incoming` accepted, read by
- * mmp_tc_ts_probe: the TSval offsets come from the frozen sockets' state,
- * never from a packet (docs/DESIGN.md §3c).
- */
-static int read_ts_recent(struct mmp_tc *tc, const struct mmp_tc_tuple *incoming, uint32_t *ts)
-{
-	struct __attribute__((packed)) {
-		uint8_t eth[14];
-		struct mmp_tc_ts_query q;
-	} in = { 0 }, out = { 0 };
-	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &in, .data_size_in = sizeof(in), .data_out = &out,
-			    .data_size_out = sizeof(out), .repeat = 1);
-	int err;
-
-	in.q.tuple = *incoming;
-	err = bpf_prog_test_run_opts(bpf_program__fd(tc->skel->progs.mmp_tc_ts_probe), &opts);
-	if (err)
-		return err;
-	if (!out.q.found)
-		return -ENOENT;
-	*ts = out.q.ts_recent;
-	return 0;
-}
-
-static uint8_t wscale(const struct tcp_info *ti, bool snd)
-{
-	if (!(ti->tcpi_options & TCPI_OPT_WSCALE))
-		return 0;
-	return snd ? ti->tcpi_snd_wscale : ti->tcpi_rcv_wscale;
-}
-
 /* Both directions' translation from the frozen state (1 = conn1 L<->P, 2 = conn2 C<->U). */
-static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, const struct frozen *f1,
-		       const struct frozen *f2)
+static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, const struct mmp_tc_frozen *f1,
+		       const struct mmp_tc_frozen *f2)
 {
 	bool ts = f1->ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
 	bool sack = f1->ti.tcpi_options & TCPI_OPT_SACK;
@@ -348,59 +275,18 @@ static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, c
 	flow->up.ts_base = f2->tsval + TS_MARGIN;
 	/* L's next TSvals are >= the last one conn1 accepted: translated, >= ts_base. */
 	flow->up.tsval_delta = ts ? flow->up.ts_base - f1->ts_recent : 0;
-	flow->up.wscale_in = wscale(&f1->ti, true);
-	flow->up.wscale_out = wscale(&f2->ti, false);
+	flow->up.wscale_in = mmp_tc_wscale(&f1->ti, true);
+	flow->up.wscale_out = mmp_tc_wscale(&f2->ti, false);
 	/* U->C becomes P->L. */
 	flow->down.out = ft->t[MMP_TC_ROLE_HOLD_CONN1];
 	flow->down.seq_delta = f1->write_seq - f2->rcv_nxt;
 	flow->down.ack_delta = f1->rcv_nxt - f2->write_seq;
 	flow->down.ts_base = f1->tsval + TS_MARGIN;
 	flow->down.tsval_delta = ts ? flow->down.ts_base - f2->ts_recent : 0;
-	flow->down.wscale_in = wscale(&f2->ti, true);
-	flow->down.wscale_out = wscale(&f1->ti, false);
+	flow->down.wscale_in = mmp_tc_wscale(&f2->ti, true);
+	flow->down.wscale_out = mmp_tc_wscale(&f1->ti, false);
 	flow->up.timestamps = flow->down.timestamps = ts;
 	flow->up.sack = flow->down.sack = sack;
-}
-
-/*
- * The peers sat on a zero window: tell each the real window of the far end,
- * in its own scale, with an in-window pure ACK. Client first.
- */
-static void send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flow, const struct frozen *f1,
-				const struct frozen *f2)
-{
-	struct mmp_tc_ack to_lb = {
-		.tuple = flow->down.out,
-		.seq = f1->write_seq,
-		.ack = f1->rcv_nxt,
-		.window = f2->win.snd_wnd >> wscale(&f1->ti, false),
-		.timestamps = flow->down.timestamps,
-		/*
-		 * Below ts_base (and still above what the peer saw from the frozen
-		 * socket, ts_base - TS_MARGIN): a translated segment that was
-		 * reordered behind this ACK may carry a TSval a little under
-		 * ts_base, and would be dropped by PAWS had this ACK raised the
-		 * peer's ts_recent to ts_base.
-		 */
-		.tsval = flow->down.ts_base - TS_MARGIN / 2,
-	};
-	struct mmp_tc_ack to_up = {
-		.tuple = flow->up.out,
-		.seq = f2->write_seq,
-		.ack = f2->rcv_nxt,
-		.window = f1->win.snd_wnd >> wscale(&f2->ti, false),
-		.timestamps = flow->up.timestamps,
-		.tsval = flow->up.ts_base - TS_MARGIN / 2,
-	};
-	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
-	int err;
-
-	err = mmp_tc_send_ack(fd, &to_lb);
-	if (!err)
-		err = mmp_tc_send_ack(fd, &to_up);
-	if (err)
-		pr_conn("tc engine: failed to send a window update: %s (the peers recover by window probes)",
-			strerror(-err));
 }
 
 /*
@@ -409,7 +295,7 @@ static void send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
  * ourselves and forget the flow. Returns true when that happened.
  */
 static bool reset_during_switch(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_tc_flow *flow,
-				const struct frozen *f1, const struct frozen *f2, const struct flow_tuples *ft)
+				const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2, const struct flow_tuples *ft)
 {
 	struct mmp_tc *tc = tc_of(c);
 	struct tcp_info a, b;
@@ -443,6 +329,53 @@ static bool reset_during_switch(struct mmp_loop *loop, struct mmp_conn *c, const
 	return true;
 }
 
+/* Another attempt later, while the flow has attempts left: the next one staged, then backing off. */
+static void retry_later(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	if (T(c)->attempts >= HOLD_ATTEMPTS)
+		return;
+	T(c)->retry_ms = mmp_now_ms() + (T(c)->attempts == 1 ? HOLD_STAGED_RETRY_MS
+							   : (uint64_t)HOLD_RETRY_MS << (T(c)->attempts - 2));
+	mmp_loop_poll_add(loop, c);
+}
+
+/* "WHAT; queued: ...": every queue of the flow, for an abort's log line. */
+static void describe_queues(struct mmp_conn *c, const char *what, char *buf, size_t len)
+{
+	struct mmp_drain d;
+
+	mmp_engine_drain_state(c, &d);
+	snprintf(buf, len, "%s; queued: load balancer in %d out %d, upstream in %d out %d, proxy %zu up %zu down", what,
+		 mmp_tc_queue_bytes(c->client.fd, SIOCINQ), mmp_tc_queue_bytes(c->client.fd, SIOCOUTQ),
+		 mmp_tc_queue_bytes(c->upstream.fd, SIOCINQ), mmp_tc_queue_bytes(c->upstream.fd, SIOCOUTQ), d.buffered[0],
+		 d.buffered[1]);
+}
+
+/*
+ * Both sockets into repair mode and their state read: NULL, or why the flow
+ * cannot switch, in why[]. A FIN or RST that reached a socket before the
+ * freeze leaves it not ESTABLISHED: that flow stays on splice, which
+ * forwards it.
+ */
+static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, struct mmp_tc_frozen *f2, char *why,
+				  size_t len)
+{
+	int err;
+
+	if ((err = mmp_tc_set_repair(c->client.fd, 1)) || (err = mmp_tc_set_repair(c->upstream.fd, 1)))
+		snprintf(why, len, "TCP_REPAIR failed: %s", strerror(-err));
+	else if ((err = mmp_tc_read_frozen(c->client.fd, f1)) || (err = mmp_tc_read_frozen(c->upstream.fd, f2)))
+		snprintf(why, len, "reading the frozen sockets' state failed: %s", strerror(-err));
+	else if (f1->ti.tcpi_state != TCP_STATE_ESTABLISHED || f2->ti.tcpi_state != TCP_STATE_ESTABLISHED)
+		snprintf(why, len, "a FIN or RST arrived while freezing (TCP state: load balancer's %u, upstream's %u)",
+			 f1->ti.tcpi_state, f2->ti.tcpi_state);
+	else if (!quiet(c))
+		describe_queues(c, "data arrived while freezing", why, len);
+	else
+		return NULL;
+	return why;
+}
+
 /* Freeze both sockets, switch the flow to SPLICE, close the sockets silently. */
 static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 {
@@ -450,8 +383,8 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_FREEZE };
 	struct mmp_tc_stats st = { 0 };
 	struct flow_tuples ft;
-	struct frozen f1, f2;
-	char a[MMP_ADDRSTRLEN];
+	struct mmp_tc_frozen f1 = { 0 }, f2 = { 0 };
+	char a[MMP_ADDRSTRLEN], why[192];
 	uint64_t took_us;
 	bool ts;
 
@@ -467,25 +400,24 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	 * includes it (or quiet() below sees it and aborts).
 	 */
 	usleep(FREEZE_SETTLE_US);
-	/*
-	 * A FIN or RST that reached a socket before the freeze leaves it not
-	 * ESTABLISHED: that flow stays on splice, which forwards it.
-	 */
-	if (set_repair(c->client.fd, 1) || set_repair(c->upstream.fd, 1) || read_frozen(c->client.fd, &f1) ||
-	    read_frozen(c->upstream.fd, &f2) || !quiet(c) || f1.ti.tcpi_state != TCP_STATE_ESTABLISHED ||
-	    f2.ti.tcpi_state != TCP_STATE_ESTABLISHED) {
+	if (freeze_sockets(c, &f1, &f2, why, sizeof(why))) {
+		bool ending = f1.ti.tcpi_state != TCP_STATE_ESTABLISHED || f2.ti.tcpi_state != TCP_STATE_ESTABLISHED;
+
 		/* Rare: back to the live sockets; leaving repair mode sends a window probe. */
-		set_repair(c->client.fd, 0);
-		set_repair(c->upstream.fd, 0);
-		mmp_tc_abort(loop, c, "freezing failed or data arrived while freezing");
+		mmp_tc_set_repair(c->client.fd, 0);
+		mmp_tc_set_repair(c->upstream.fd, 0);
+		mmp_tc_abort(loop, c, why);
+		/* A segment that landed late is no reason to keep a live flow off the kernel path. */
+		if (!ending)
+			retry_later(loop, c);
 		return;
 	}
 	ts = f1.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
 	f1.ts_recent = f2.ts_recent = 0;
-	if (ts && (read_ts_recent(tc, &ft.t[MMP_TC_ROLE_UP], &f1.ts_recent) ||
-		   read_ts_recent(tc, &ft.t[MMP_TC_ROLE_DOWN], &f2.ts_recent))) {
-		set_repair(c->client.fd, 0);
-		set_repair(c->upstream.fd, 0);
+	if (ts && (mmp_tc_read_ts_recent(tc, &ft.t[MMP_TC_ROLE_UP], &f1.ts_recent) ||
+		   mmp_tc_read_ts_recent(tc, &ft.t[MMP_TC_ROLE_DOWN], &f2.ts_recent))) {
+		mmp_tc_set_repair(c->client.fd, 0);
+		mmp_tc_set_repair(c->upstream.fd, 0);
 		mmp_tc_abort(loop, c, "reading the peers' last timestamps failed");
 		return;
 	}
@@ -506,8 +438,8 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	st.rcv_wnd[1] = f1.win.snd_wnd;
 	bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_EXIST);
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
-		set_repair(c->client.fd, 0);
-		set_repair(c->upstream.fd, 0);
+		mmp_tc_set_repair(c->client.fd, 0);
+		mmp_tc_set_repair(c->upstream.fd, 0);
 		mmp_tc_abort(loop, c, "switching the flow failed");
 		return;
 	}
@@ -525,118 +457,20 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		 flow.up.wscale_in, flow.up.wscale_out, flow.down.wscale_in, flow.down.wscale_out);
 	/* Closing in repair mode sends nothing: no FIN, no RST. */
 	mmp_conn_close(loop, c, false, false);
-	send_window_updates(tc, &flow, &f1, &f2);
-}
-
-static int peek_ack_state(int fd, struct frozen *f)
-{
-	int off = TCP_REPAIR_OFF_NO_WP, err;
-
-	err = set_repair(fd, 1);
-	if (err)
-		return err;
-	err = read_frozen(fd, f);
-	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)) && !err)
-		err = -errno;
-	return err;
-}
-
-/*
- * Tell the chosen peers a window with an in-window pure ACK from the raw
- * socket, as the proxy's socket toward each would have sent it.
- *
- * Zero: HOLD rewrites the window to 0 only in segments the proxy sends. A
- * peer that was sent none since HOLD began (its last data was acked before,
- * or the ACK is still delayed) still has window to use, and the segment it
- * sends next would be dropped in FREEZE and cost it a 200 ms timeout.
- *
- * Reopen: when a hold ends without a switch, the proxy's socket believes it
- * advertised its real window all along, so it sends no window update of its
- * own; a peer that saw window 0 would wait in persist mode, its probes
- * backing off from 200 ms (docs/DESIGN.md §3c, "staged HOLD").
- *
- * The seq is the socket's snd_nxt (write_seq less what is not sent yet): a
- * peer whose receive window is full accepts a pure ACK only at rcv_nxt.
- */
-static void announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, bool to_upstream, bool zero)
-{
-	const struct mmp_tc_tuple *to[2] = { &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN1],
-					     &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN2] };
-	int fds[2] = { c->client.fd, c->upstream.fd };
-	bool want[2] = { to_lb, to_upstream };
-
-	for (int i = 0; i < 2; i++) {
-		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
-		struct frozen f;
-
-		if (!want[i])
-			continue;
-		if (peek_ack_state(fds[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED)
-			continue; /* the flow will find out at FREEZE, or is ending anyway */
-		ack.seq = f.write_seq - f.ti.tcpi_notsent_bytes;
-		ack.ack = f.rcv_nxt;
-		if (!zero) /* what is left of the window the socket last advertised, in its scale */
-			ack.window = (f.win.rcv_wup + f.win.rcv_wnd - f.rcv_nxt) >> wscale(&f.ti, false);
-		ack.timestamps = f.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
-		ack.tsval = f.tsval;
-		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
-	}
-}
-
-/*
- * A held peer that was sent our last bytes delays its ACK (up to 40 ms on
- * Linux), since the data that would carry it waits for the window we hold
- * at 0: request/response flows (HTTP keep-alive) missed the first attempt's
- * 40 ms this way, every one, and were taken by the staged one at ~48 ms.
- * Ask for the ACK now, as TCP's own keepalive and window probes do: a pure
- * ACK one byte below what the peer acked is out of its window, and it
- * answers at once with its rcv_nxt (one per peer per attempt: the kernel
- * answers one such segment per 500 ms, tcp_invalid_ratelimit).
- */
-static void ask_for_acks(struct mmp_tc *tc, struct mmp_conn *c)
-{
-	const struct mmp_tc_tuple *to[2] = { &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN1],
-					     &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN2] };
-	int fds[2] = { c->client.fd, c->upstream.fd };
-
-	for (int i = 0; i < 2; i++) {
-		bool held = T(c)->both_held || T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1 + i;
-		int unacked = queue_bytes(fds[i], SIOCOUTQ);
-		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
-		struct frozen f;
-
-		if (!held || (T(c)->acks_asked & (1u << i)) || unacked <= 0)
-			continue;
-		if (peek_ack_state(fds[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED || f.ti.tcpi_notsent_bytes)
-			continue; /* not all sent yet: the ACK of what is in flight comes without asking */
-		T(c)->acks_asked |= 1u << i;
-		ack.seq = f.write_seq - (uint32_t)unacked - 1;
-		ack.ack = f.rcv_nxt;
-		ack.timestamps = f.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
-		ack.tsval = f.tsval;
-		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
-	}
+	mmp_tc_send_window_updates(tc, &flow, &f1, &f2);
 }
 
 /* HOLD did not quiet down before its deadline: back to splice, and maybe again later. */
 static void give_up(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	struct mmp_drain d;
 	char why[192];
 
 	/* Which queue stayed full tells the operator which peer stopped reading. */
-	mmp_engine_drain_state(c, &d);
-	snprintf(why, sizeof(why),
-		 "%s; queued: load balancer in %d out %d, upstream in %d out %d, proxy %zu up %zu down",
-		 T(c)->both_held ? "the flow did not quiet down in time" : "the first held direction did not drain in time",
-		 queue_bytes(c->client.fd, SIOCINQ), queue_bytes(c->client.fd, SIOCOUTQ),
-		 queue_bytes(c->upstream.fd, SIOCINQ), queue_bytes(c->upstream.fd, SIOCOUTQ), d.buffered[0], d.buffered[1]);
+	describe_queues(c, T(c)->both_held ? "the flow did not quiet down in time"
+					   : "the first held direction did not drain in time",
+			why, sizeof(why));
 	mmp_tc_abort(loop, c, why);
-	if (T(c)->attempts < HOLD_ATTEMPTS) {
-		T(c)->retry_ms = mmp_now_ms() + (T(c)->attempts == 1 ? HOLD_STAGED_RETRY_MS
-								   : (uint64_t)HOLD_RETRY_MS << (T(c)->attempts - 2));
-		mmp_loop_poll_add(loop, c);
-	}
+	retry_later(loop, c);
 }
 
 /*
@@ -655,7 +489,7 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 		return false;
 	}
 	if (++T(c)->quiet < 2) {
-		announce_window(tc_of(c), c, lb_first, !lb_first, true);
+		mmp_tc_announce_window(tc_of(c), c, lb_first, !lb_first, true);
 		return false;
 	}
 	if (add_tuple(tc_of(c), c, second)) {
@@ -664,7 +498,7 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 	}
 	T(c)->both_held = true;
 	T(c)->quiet = 0;
-	announce_window(tc_of(c), c, !lb_first, lb_first, true); /* the second peer stops now too */
+	mmp_tc_announce_window(tc_of(c), c, !lb_first, lb_first, true); /* the second peer stops now too */
 	T(c)->deadline_ms = mmp_now_ms() + HOLD_TIMEOUT_MS;
 	if (T(c)->deadline_ms > T(c)->hold_end_ms)
 		T(c)->deadline_ms = T(c)->hold_end_ms;
@@ -683,7 +517,7 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_tc_abort(loop, c, "a FIN arrived during the hand-off");
 		return;
 	}
-	ask_for_acks(tc_of(c), c);
+	mmp_tc_ask_for_acks(tc_of(c), c);
 	if (!T(c)->both_held && !first_stage_done(loop, c, &d)) {
 		if (!T(c)->holding)
 			return; /* aborted */
@@ -704,7 +538,7 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 	}
 	/* Twice in a row: a segment in flight at the first look has landed by the second. */
 	if (++T(c)->quiet < 2) {
-		announce_window(tc_of(c), c, true, true, true);
+		mmp_tc_announce_window(tc_of(c), c, true, true, true);
 		mmp_loop_poll_add(loop, c);
 		return;
 	}
