@@ -355,12 +355,14 @@ static void describe_queues(struct mmp_conn *c, const char *what, char *buf, siz
  * Both sockets into repair mode and their state read: NULL, or why the flow
  * cannot switch, in why[]. A FIN or RST that reached a socket before the
  * freeze leaves it not ESTABLISHED: that flow stays on splice, which
- * forwards it.
+ * forwards it. *late_data: only a segment that landed late was in the way.
  */
 static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, struct mmp_tc_frozen *f2, char *why,
-				  size_t len)
+				  size_t len, bool *late_data)
 {
 	int err;
+
+	*late_data = false;
 
 	if ((err = mmp_tc_set_repair(c->client.fd, 1)) || (err = mmp_tc_set_repair(c->upstream.fd, 1)))
 		snprintf(why, len, "TCP_REPAIR failed: %s", strerror(-err));
@@ -369,10 +371,12 @@ static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, 
 	else if (f1->ti.tcpi_state != TCP_STATE_ESTABLISHED || f2->ti.tcpi_state != TCP_STATE_ESTABLISHED)
 		snprintf(why, len, "a FIN or RST arrived while freezing (TCP state: load balancer's %u, upstream's %u)",
 			 f1->ti.tcpi_state, f2->ti.tcpi_state);
-	else if (!quiet(c))
+	else if (!quiet(c)) {
+		*late_data = true;
 		describe_queues(c, "data arrived while freezing", why, len);
-	else
+	} else {
 		return NULL;
+	}
 	return why;
 }
 
@@ -383,10 +387,10 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_FREEZE };
 	struct mmp_tc_stats st = { 0 };
 	struct flow_tuples ft;
-	struct mmp_tc_frozen f1 = { 0 }, f2 = { 0 };
+	struct mmp_tc_frozen f1, f2;
 	char a[MMP_ADDRSTRLEN], why[192];
 	uint64_t took_us;
-	bool ts;
+	bool ts, late_data;
 
 	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
 	set_ifaces(tc, c, &flow);
@@ -400,15 +404,13 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	 * includes it (or quiet() below sees it and aborts).
 	 */
 	usleep(FREEZE_SETTLE_US);
-	if (freeze_sockets(c, &f1, &f2, why, sizeof(why))) {
-		bool ending = f1.ti.tcpi_state != TCP_STATE_ESTABLISHED || f2.ti.tcpi_state != TCP_STATE_ESTABLISHED;
-
+	if (freeze_sockets(c, &f1, &f2, why, sizeof(why), &late_data)) {
 		/* Rare: back to the live sockets; leaving repair mode sends a window probe. */
 		mmp_tc_set_repair(c->client.fd, 0);
 		mmp_tc_set_repair(c->upstream.fd, 0);
 		mmp_tc_abort(loop, c, why);
 		/* A segment that landed late is no reason to keep a live flow off the kernel path. */
-		if (!ending)
+		if (late_data)
 			retry_later(loop, c);
 		return;
 	}

@@ -52,6 +52,22 @@ void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
 			strerror(-err));
 }
 
+/* A pure ACK to `to` as the socket whose state is f would send it, at seq, with window (in its scale). */
+static void ack_as_socket(struct mmp_tc *tc, const struct mmp_tc_tuple *to, const struct mmp_tc_frozen *f, uint32_t seq,
+			  uint32_t window)
+{
+	struct mmp_tc_ack ack = {
+		.tuple = *to,
+		.seq = seq,
+		.ack = f->rcv_nxt,
+		.window = window,
+		.timestamps = f->ti.tcpi_options & TCPI_OPT_TIMESTAMPS,
+		.tsval = f->tsval,
+	};
+
+	mmp_tc_send_ack(to->family == 4 ? tc->raw4 : tc->raw6, &ack);
+}
+
 /*
  * Tell the chosen peers a window with an in-window pure ACK from the raw
  * socket, as the proxy's socket toward each would have sent it.
@@ -77,20 +93,16 @@ void mmp_tc_announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, b
 	bool want[2] = { to_lb, to_upstream };
 
 	for (int i = 0; i < 2; i++) {
-		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
 		struct mmp_tc_frozen f;
+		uint32_t window = 0;
 
 		if (!want[i])
 			continue;
 		if (mmp_tc_peek_ack_state(fds[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED)
 			continue; /* the flow will find out at FREEZE, or is ending anyway */
-		ack.seq = f.write_seq - f.ti.tcpi_notsent_bytes;
-		ack.ack = f.rcv_nxt;
 		if (!zero) /* what is left of the window the socket last advertised, in its scale */
-			ack.window = (f.win.rcv_wup + f.win.rcv_wnd - f.rcv_nxt) >> mmp_tc_wscale(&f.ti, false);
-		ack.timestamps = f.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
-		ack.tsval = f.tsval;
-		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
+			window = (f.win.rcv_wup + f.win.rcv_wnd - f.rcv_nxt) >> mmp_tc_wscale(&f.ti, false);
+		ack_as_socket(tc, to[i], &f, f.write_seq - f.ti.tcpi_notsent_bytes, window);
 	}
 }
 
@@ -112,19 +124,17 @@ void mmp_tc_ask_for_acks(struct mmp_tc *tc, struct mmp_conn *c)
 
 	for (int i = 0; i < 2; i++) {
 		bool held = T(c)->both_held || T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1 + i;
-		int unacked = mmp_tc_queue_bytes(fds[i], SIOCOUTQ);
-		struct mmp_tc_ack ack = { .tuple = *to[i], .window = 0 };
 		struct mmp_tc_frozen f;
+		int unacked;
 
-		if (!held || (T(c)->acks_asked & (1u << i)) || unacked <= 0)
+		if (!held || (T(c)->acks_asked & (1u << i)))
+			continue;
+		unacked = mmp_tc_queue_bytes(fds[i], SIOCOUTQ);
+		if (unacked <= 0)
 			continue;
 		if (mmp_tc_peek_ack_state(fds[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED || f.ti.tcpi_notsent_bytes)
 			continue; /* not all sent yet: the ACK of what is in flight comes without asking */
 		T(c)->acks_asked |= 1u << i;
-		ack.seq = f.write_seq - (uint32_t)unacked - 1;
-		ack.ack = f.rcv_nxt;
-		ack.timestamps = f.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
-		ack.tsval = f.tsval;
-		mmp_tc_send_ack(to[i]->family == 4 ? tc->raw4 : tc->raw6, &ack);
+		ack_as_socket(tc, to[i], &f, f.write_seq - (uint32_t)unacked - 1, 0);
 	}
 }
