@@ -8,8 +8,9 @@
  *   tc_cost [--repeat N] [--rounds R]
  *
  * Packets: a pure ACK with timestamps (what ping-pong and bulk receivers
- * send), a 1448-byte data segment, and a packet of a flow that is not
- * spliced (what every other packet on a hooked interface pays).
+ * send), a 1448-byte data segment, a packet to the proxy's port of a flow
+ * that is not spliced (still on splice), and one with no service port (what
+ * the host's other traffic on a hooked interface pays).
  *
  * A rewritten packet stays in place for the next repetition, so the spliced
  * cases use two flows that translate into each other: A turns tuple T1 into
@@ -42,7 +43,8 @@ struct endpoints {
 
 static const struct endpoints T1 = { "10.0.0.1", "10.0.0.2", 40000, 8443 }; /* L -> P */
 static const struct endpoints T2 = { "192.0.2.7", "127.0.0.1", 51000, 8080 }; /* C -> U */
-static const struct endpoints MISS = { "10.9.9.9", "10.0.0.2", 41000, 8443 };
+static const struct endpoints MISS = { "10.9.9.9", "10.0.0.2", 41000, 8443 }; /* to P, not handed off */
+static const struct endpoints OTHER = { "10.9.9.9", "10.0.0.3", 41000, 9999 }; /* no service port */
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -121,6 +123,8 @@ static int add_flow(struct tc_bpf *skel, uint64_t id, const struct endpoints *in
 
 	tuple_of(in, &key);
 	tuple_of(out, &flow.up.out);
+	/* The service port, as mmp_tc_mark_port does (user/engine/tc/tc_flows.c). */
+	skel->bss->mmp_tc_ports[key.dport / 64] |= 1ULL << (key.dport % 64);
 	flow.up.seq_delta = 0x10000;
 	flow.up.ack_delta = 0x20000;
 	flow.up.ts_base = 1000;
@@ -171,6 +175,7 @@ int main(int argc, char **argv)
 		{ "spliced-ack", &T1, 0, 0x10 },
 		{ "spliced-data-1448", &T1, 1448, 0x18 },
 		{ "not-spliced", &MISS, 0, 0x10 },
+		{ "other-traffic", &OTHER, 0, 0x10 },
 	};
 	int repeat = 1000000, rounds = 5, c, err;
 	struct tc_bpf *skel;

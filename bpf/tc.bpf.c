@@ -109,6 +109,14 @@ struct {
 	__type(value, struct pkt);
 } mmp_tc_scratch SEC(".maps");
 
+/* Written by userspace through the skeleton's mmap (include/mmp_tc.h). */
+__u64 mmp_tc_ports[MMP_TC_PORT_WORDS];
+
+static __always_inline bool port_marked(__u16 port)
+{
+	return (mmp_tc_ports[port / 64] >> (port % 64)) & 1;
+}
+
 static __always_inline void count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&mmp_tc_counters, &idx);
@@ -554,6 +562,12 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 			return handle_icmp(skb);
 		return TC_ACT_UNSPEC;
 	}
+	/*
+	 * The host's other traffic stops here: its tuple lookup would touch a
+	 * random bucket of a large table, a cache miss on a busy host.
+	 */
+	if (!port_marked(p->tuple.sport) && !port_marked(p->tuple.dport))
+		return TC_ACT_UNSPEC;
 	tv = bpf_map_lookup_elem(&mmp_tc_tuples, &p->tuple);
 	if (!tv)
 		return TC_ACT_UNSPEC;

@@ -108,6 +108,22 @@ struct mmp_tc_stats {
 };
 
 /*
+ * mmp_tc_ports (the TC object's .bss): one bit per port, set for the proxy's
+ * listen ports and the upstreams' ports before a tuple with them is
+ * inserted, never cleared. Every tuple in mmp_tc_tuples has one of them, on
+ * the side its role names (mmp_tc_service_port), so a packet with neither
+ * port marked is no flow's and skips the tuple lookup (docs/DESIGN.md §3b).
+ * Indexed by the port as on the wire, network byte order, on both sides.
+ */
+#define MMP_TC_PORT_WORDS (65536 / 64)
+
+static inline __u16 mmp_tc_service_port(const struct mmp_tc_tuple *t, __u32 role)
+{
+	/* UP L->P and HOLD_CONN2 C->U go to the service; DOWN U->C and HOLD_CONN1 P->L come from it. */
+	return role == MMP_TC_ROLE_UP || role == MMP_TC_ROLE_HOLD_CONN2 ? t->dport : t->sport;
+}
+
+/*
  * mmp_tc_ts_probe's input and output (BPF_PROG_TEST_RUN, after a 14-byte
  * Ethernet header): the established socket that receives tuple (src = its
  * peer) and the last TSval its kernel accepted from that peer.

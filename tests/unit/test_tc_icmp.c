@@ -430,6 +430,9 @@ static void fill_maps(struct tc_bpf *skel, const struct icmp_case *c)
 	struct mmp_tc_tuple k;
 	uint64_t id = FLOW_ID;
 
+	/* The service ports, as mmp_tc_mark_port does (user/engine/tc/tc_flows.c). */
+	skel->bss->mmp_tc_ports[htons(8443) / 64] |= 1ULL << (htons(8443) % 64);
+	skel->bss->mmp_tc_ports[htons(8080) / 64] |= 1ULL << (htons(8080) % 64);
 	make_key(c->family, E_L, 40000, E_P, 8443, &k);
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_tuples), &k, &up, BPF_NOEXIST), 0);
 	make_key(c->family, E_U, 8080, E_C, 51000, &k);

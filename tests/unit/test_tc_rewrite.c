@@ -434,6 +434,7 @@ struct rw_case {
 	uint32_t mode; /* 0: tuples only, no flow entry */
 	bool ingress; /* run mmp_tc_ingress instead of mmp_tc_egress */
 	bool egress_closed; /* no hold started lately: mmp_tc_egress_until_ns in the past */
+	bool ports_unmarked; /* the tuples inserted without their ports in mmp_tc_ports */
 	struct dir_cfg up, down;
 	struct rx_init rx;
 	struct step steps[70];
@@ -608,6 +609,23 @@ static const struct rw_case cases[] = {
 	},
 
 	/* ---- SPLICE, IPv4 ---- */
+	{
+		/* The prefilter is real: without the mark the tuple lookup never happens. */
+		.name = "SPLICE with the service ports unmarked: both directions pass untouched, uncounted",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.ingress = true,
+		.ports_unmarked = true,
+		.up = { .seq_delta = 0x01000000, .ack_delta = 0x100, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0xff000000, .ack_delta = 0xffffff00, .wsin = 7, .wsout = 7 },
+		.steps = {
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 0x11111111, .ack = 0x22222222,
+								  .flags = ACK | PSH, .win = 1000, .payload = 200 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_DOWN, .seq = 0x33333333, .ack = 0x44444444,
+								  .flags = ACK, .win = 1000 } },
+		},
+		.check_cnt = true,
+	},
 	{
 		.name = "SPLICE up: tuple replaced, seq/ack deltas, same window scale",
 		.family = 4,
@@ -1484,6 +1502,12 @@ static void fill_dir(struct mmp_tc_dir *d, const struct dir_cfg *c, uint8_t fami
 	d->in_ifindex = c->ifindex ? c->ifindex : 1;
 }
 
+/* What mmp_tc_mark_port does (user/engine/tc/tc_flows.c). */
+static void mark_port(struct tc_bpf *skel, uint16_t port)
+{
+	skel->bss->mmp_tc_ports[port / 64] |= 1ULL << (port % 64);
+}
+
 /* The map contents mmp_tc_begin and the switch write (user/engine/tc/tc_handoff.c). */
 static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 {
@@ -1499,6 +1523,8 @@ static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 		struct mmp_tc_tuple_val tv = { .flow = id, .role = (uint32_t)r };
 
 		make_key(c->family, (enum tup)r, &key);
+		if (!c->ports_unmarked)
+			mark_port(skel, mmp_tc_service_port(&key, tv.role));
 		assert_int_equal(bpf_map_update_elem(tuples, &key, &tv, BPF_NOEXIST), 0);
 	}
 	memset(&st, 0, sizeof(st));

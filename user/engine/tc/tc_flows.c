@@ -15,6 +15,7 @@
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 #include "mmp_tc.h"
+#include "tc.skel.h"
 
 int mmp_tc_addr_of(int fd, bool peer, struct sockaddr_storage *ss)
 {
@@ -123,6 +124,31 @@ bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t)
 		return false;
 	bpf_map_delete_elem(tc->tuples_fd, t);
 	return true;
+}
+
+void mmp_tc_mark_port(struct mmp_tc *tc, const struct mmp_tc_tuple *t, uint32_t role)
+{
+	uint16_t port = mmp_tc_service_port(t, role);
+
+	/* Loops share the engine; the bpf() insert that follows orders it before the tuple. */
+	__atomic_fetch_or(&tc->skel->bss->mmp_tc_ports[port / 64], 1ULL << (port % 64), __ATOMIC_RELAXED);
+}
+
+int mmp_tc_mark_adopted_ports(struct mmp_tc *tc)
+{
+	struct mmp_tc_tuple key, *prev = NULL;
+	struct mmp_tc_tuple_val tv;
+	int n = 0;
+
+	/* A tuple deleted mid-walk is skipped: its flow needs no mark. */
+	while (bpf_map_get_next_key(tc->tuples_fd, prev, &key) == 0) {
+		if (bpf_map_lookup_elem(tc->tuples_fd, &key, &tv) == 0) {
+			mmp_tc_mark_port(tc, &key, tv.role);
+			n++;
+		}
+		prev = &key;
+	}
+	return n;
 }
 
 void mmp_tc_tuples_writing(struct mmp_tc *tc)

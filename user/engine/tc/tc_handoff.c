@@ -97,6 +97,7 @@ static int add_tuple(struct mmp_tc *tc, struct mmp_conn *c, int role)
 
 	/* Bracketed, so that the claim check's "no tuple since the map was empty" stays true (tc_flows.c). */
 	mmp_tc_tuples_writing(tc);
+	mmp_tc_mark_port(tc, t, (uint32_t)role);
 	if (bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST) &&
 	    (errno != EEXIST || !mmp_tc_forget_stale_tuple(tc, t) ||
 	     bpf_map_update_elem(tc->tuples_fd, t, &tv, BPF_NOEXIST)))

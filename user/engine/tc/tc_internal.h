@@ -152,6 +152,10 @@ bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t);
  * live spliced flow holds it.
  */
 int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const struct sockaddr *upstream);
+/* Mark the service port of a tuple of role in mmp_tc_ports: before it is inserted (include/mmp_tc.h). */
+void mmp_tc_mark_port(struct mmp_tc *tc, const struct mmp_tc_tuple *t, uint32_t role);
+/* Mark the ports of every tuple an adopted map holds: before the programs are attached. Returns how many. */
+int mmp_tc_mark_adopted_ports(struct mmp_tc *tc);
 /* Around a hand-off's tuple inserts (tc_handoff.c), and the look for an empty map (once a second, and at load). */
 void mmp_tc_tuples_writing(struct mmp_tc *tc);
 void mmp_tc_tuples_written(struct mmp_tc *tc);

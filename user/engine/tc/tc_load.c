@@ -204,6 +204,12 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 		if (n > 0)
 			pr_info("tc engine: collected %d flow entries left by the previous instance in %s", n,
 				tc->pin_dir);
+		/*
+		 * The port marks live in .bss, which is not pinned: without them
+		 * the new programs would pass the adopted flows' packets to
+		 * sockets that no longer exist, which answer with RSTs.
+		 */
+		mmp_tc_mark_adopted_ports(tc);
 	}
 
 	tc->ifindex[0] = if_nametoindex("lo");
