@@ -83,7 +83,7 @@ echo_via() {
 	fi
 	((UDP_ECHOED == N)) || case_fail "port $port: $UDP_ECHOED of $N echoed"
 	wait_grep "${UPLOG[${UPFAM:-4}-$up]}" "^peer $cip $cport\$" 3 ||
-		case_fail "port $port: upstream $up did not see $cip:$cport ($(grep -m2 '^peer' "${UPLOG[${UPFAM:-4}-$up]}" | tr '\n' ' '))"
+		case_fail "port $port: upstream $up did not see $cip:$cport ($(grep -m2 '^peer' "${UPLOG[${UPFAM:-4}-$up]}" | tr '\n' ' ')); seen by: $(grep -l "^peer $cip $cport\$" "$T_TMP"/up-*.log 2>/dev/null | tr '\n' ' ')"
 }
 
 # nothing_back PORT: datagrams to PORT (outside the range) get no reply.
