@@ -97,10 +97,22 @@ struct pkt {
 	__u32 payload;
 	__u32 ip_end; /* offset of the end of the IP packet */
 	__u8 family;
+	__u8 v4_adjacent; /* IPv4 without options: the addresses end where TCP starts */
+	__u16 ip_check; /* IPv4: the header checksum as it came */
 	struct mmp_tc_tuple tuple;
 	struct tcp_hdr_copy old;
+	/*
+	 * IPv4's checksum and addresses (header bytes 10..19) sit in the last
+	 * 10 bytes, right before new: commit() then writes them and the TCP
+	 * header with one store.
+	 */
+	__u8 ip_tail[12];
 	struct tcp_hdr_copy new;
 };
+
+_Static_assert(__builtin_offsetof(struct pkt, new) - __builtin_offsetof(struct pkt, ip_tail) == 12,
+	       "ip_tail must end where new begins");
+_Static_assert(__builtin_offsetof(struct pkt, new) % 4 == 0, "new is read as 32-bit words");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -194,6 +206,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 			return PARSE_FRAGMENT;
 		p->family = 4;
 		p->l4_off = ETH_HLEN + ip->ihl * 4;
+		p->v4_adjacent = ip->ihl == 5;
+		p->ip_check = ip->check;
 		__builtin_memcpy(p->tuple.saddr, &ip->saddr, 4);
 		__builtin_memcpy(p->tuple.daddr, &ip->daddr, 4);
 		p->ip_end = ETH_HLEN + bpf_ntohs(ip->tot_len);
@@ -259,6 +273,9 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 #define CASE_STORE(n)                                                             \
 	case n:                                                                   \
 		return bpf_skb_store_bytes(skb, off, buf, n, 0) ? -1 : 0
+#define CASE_STORE_V4(n)                                                          \
+	case n:                                                                   \
+		return bpf_skb_store_bytes(skb, off, buf, n + 10, 0) ? -1 : 0
 
 static __always_inline int load_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
 {
@@ -276,6 +293,17 @@ static __always_inline int store_len(struct __sk_buff *skb, __u32 off, void *buf
 	switch (len) {
 	CASE_STORE(20); CASE_STORE(24); CASE_STORE(28); CASE_STORE(32); CASE_STORE(36); CASE_STORE(40);
 	CASE_STORE(44); CASE_STORE(48); CASE_STORE(52); CASE_STORE(56); CASE_STORE(60);
+	}
+	return -1;
+}
+
+/* The same for IPv4 header bytes 10..19 followed by a TCP header: 10 more. */
+static __always_inline int store_v4_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 tcp_len)
+{
+	switch (tcp_len) {
+	CASE_STORE_V4(20); CASE_STORE_V4(24); CASE_STORE_V4(28); CASE_STORE_V4(32); CASE_STORE_V4(36);
+	CASE_STORE_V4(40); CASE_STORE_V4(44); CASE_STORE_V4(48); CASE_STORE_V4(52); CASE_STORE_V4(56);
+	CASE_STORE_V4(60);
 	}
 	return -1;
 }
@@ -385,9 +413,26 @@ static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const st
 		adiff = csum_add32(adiff, ~od[i]);
 		adiff = csum_add32(adiff, nd[i]);
 	}
-	if (store_len(skb, p->l4_off, p->new.h, p->tcp_len))
+	if (p->family == 4 && p->v4_adjacent) {
+		/*
+		 * One store for the IP checksum, the addresses and the TCP
+		 * header; the IP checksum updated here as
+		 * bpf_l3_csum_replace would (RFC 1624: ~(~HC + ~m + m')).
+		 */
+		__u32 sum = csum_add32(adiff, (__u16)~p->ip_check);
+		__u16 check;
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		check = ~sum;
+		__builtin_memcpy(&p->ip_tail[2], &check, 2);
+		__builtin_memcpy(&p->ip_tail[4], &ns[0], 4);
+		__builtin_memcpy(&p->ip_tail[8], &nd[0], 4);
+		if (store_v4_len(skb, p->l3_off + 10, &p->ip_tail[2], p->tcp_len))
+			return -1;
+	} else if (store_len(skb, p->l4_off, p->new.h, p->tcp_len)) {
 		return -1;
-	if (p->family == 4) {
+	} else if (p->family == 4) {
 		/* saddr and daddr are adjacent at offset 12 of the IPv4 header. */
 		__u32 addrs[2] = { ns[0], nd[0] };
 
