@@ -117,7 +117,6 @@ static void tuple_of(const struct endpoints *e, struct mmp_tc_tuple *t)
 static int add_flow(struct tc_bpf *skel, uint64_t id, const struct endpoints *in, const struct endpoints *out)
 {
 	struct mmp_tc_tuple_val tv = { .flow = id, .role = MMP_TC_ROLE_UP };
-	struct mmp_tc_stats st = { 0 };
 	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_SPLICE };
 	struct mmp_tc_tuple key;
 
@@ -134,7 +133,6 @@ static int add_flow(struct tc_bpf *skel, uint64_t id, const struct endpoints *in
 	flow.up.sack = 1;
 	flow.up.in_ifindex = 1; /* lo: BPF_PROG_TEST_RUN's device */
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_tuples), &key, &tv, BPF_ANY) ||
-	    bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_stats), &id, &st, BPF_ANY) ||
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_flows), &id, &flow, BPF_ANY))
 		return -errno;
 	return 0;

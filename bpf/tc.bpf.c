@@ -56,7 +56,8 @@ struct {
 } mmp_tc_tuples SEC(".maps");
 
 /* No prealloc: an update replaces the element under RCU, so the switch from
- * HOLD to SPLICE is seen whole by every CPU. */
+ * HOLD to SPLICE is seen whole by every CPU. In SPLICE the programs write the
+ * entry's stats in place; userspace no longer replaces it (include/mmp_tc.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -64,13 +65,6 @@ struct {
 	__type(key, __u64);
 	__type(value, struct mmp_tc_flow);
 } mmp_tc_flows SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MMP_TC_MAX_FLOWS_DEFAULT);
-	__type(key, __u64);
-	__type(value, struct mmp_tc_stats);
-} mmp_tc_stats SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -674,9 +668,7 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	}
 	if (flow->mode != MMP_TC_MODE_SPLICE)
 		return TC_ACT_OK;
-	st = bpf_map_lookup_elem(&mmp_tc_stats, &tv->flow);
-	if (!st)
-		return TC_ACT_OK;
+	st = &flow->st;
 	/*
 	 * As kernel TCP judges them (RFC 5961; docs/DESIGN.md §3c
 	 * hardening). A SYN on a flow that ended (FIN both ways, or an RST at

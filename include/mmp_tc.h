@@ -6,9 +6,10 @@
  * connection (conn1) into the upstream connection (conn2) and back.
  *
  *   mmp_tc_tuples   HASH: a packet's 4-tuple -> its flow and role
- *   mmp_tc_flows    HASH: flow id -> mode (HOLD / SPLICE) and both directions'
- *                   translation; written whole by userspace (one write switches)
- *   mmp_tc_stats    HASH: flow id -> packets, bytes, FIN/RST, last seen
+ *   mmp_tc_flows    HASH: flow id -> mode (HOLD / SPLICE), both directions'
+ *                   translation, and the stats (packets, bytes, FIN/RST, last
+ *                   seen); written whole by userspace up to the switch, then
+ *                   only the stats, by the programs
  *   mmp_tc_counters PERCPU_ARRAY: global counters
  *
  * Names: L = load balancer, P = the proxy's listen address (conn1 = L<->P),
@@ -23,7 +24,8 @@
 
 #define MMP_TC_TUPLES_MAP "mmp_tc_tuples"
 #define MMP_TC_FLOWS_MAP "mmp_tc_flows"
-#define MMP_TC_STATS_MAP "mmp_tc_stats"
+/* Pinned by versions before the stats moved into mmp_tc_flows: unpinned at exit, never created. */
+#define MMP_TC_LEGACY_STATS_MAP "mmp_tc_stats"
 #define MMP_TC_COUNTERS_MAP "mmp_tc_counters"
 #define MMP_TC_MAX_FLOWS_DEFAULT 65536
 
@@ -83,16 +85,10 @@ struct mmp_tc_dir {
 	__u32 in_ifindex;
 };
 
-struct mmp_tc_flow {
-	__u32 mode; /* enum mmp_tc_mode */
-	__u32 pad;
-	struct mmp_tc_dir up; /* L->P becomes C->U */
-	struct mmp_tc_dir down; /* U->C becomes P->L */
-};
-
 /*
- * Written by the TC programs; userspace sets the initial state at the switch
- * (and last_seen_ns at HOLD: the age of a hand-off a dead instance left).
+ * Written by the TC programs in SPLICE only, in place; userspace sets the
+ * initial state at the switch (and last_seen_ns at HOLD: the age of a
+ * hand-off a dead instance left).
  * snd_nxt/rcv_wnd judge RSTs and FINs as the receiver's kernel would (RFC
  * 5961; docs/DESIGN.md §3c): in the sender's own space.
  */
@@ -105,6 +101,21 @@ struct mmp_tc_stats {
 	__u8 fin[2]; /* an acceptable FIN seen from L (up) / from U (down) */
 	__u8 rst; /* an RST at exactly snd_nxt: the flow ended */
 	__u8 pad[5];
+};
+
+/*
+ * One entry per flow, keyed by conn1's socket cookie. Userspace replaces it
+ * whole at each change of mode (the map has no prealloc, so every CPU sees
+ * the old entry or the new one); from SPLICE on only the TC programs write
+ * it, and only its stats: the per-segment state lives here so that a
+ * translated segment needs one lookup after its tuple's (docs/DESIGN.md §3b).
+ */
+struct mmp_tc_flow {
+	__u32 mode; /* enum mmp_tc_mode */
+	__u32 pad;
+	struct mmp_tc_dir up; /* L->P becomes C->U */
+	struct mmp_tc_dir down; /* U->C becomes P->L */
+	struct mmp_tc_stats st;
 };
 
 /*

@@ -106,9 +106,8 @@ remote_case() {
 				{
 					echo "--- $((($(date +%s%N) - t0) / 1000000)) ms after the client started; mmproxy-bpf stats"
 					"$MMP_BIN" stats --pin-dir "$MMP_PINDIR" 2>&1 | sed -n '/^tc counters/,$p'
-					echo "--- bpftool map dump mmp_tc_flows, mmp_tc_stats"
+					echo "--- bpftool map dump mmp_tc_flows"
 					bpftool map dump pinned "$MMP_PINDIR/mmp_tc_flows" 2>&1
-					bpftool map dump pinned "$MMP_PINDIR/mmp_tc_stats" 2>&1
 					for ns in "$TOPO_CLIENT" "$LB_NS" "$TOPO_PROXY"; do
 						echo "--- ss -tinoe in $ns"
 						ns_exec "$ns" ss -tinoe "( sport = :$HAP_PORT or dport = :$HAP_PORT or sport = :$PROXY_PORT or dport = :$PROXY_PORT or sport = :$UP_PORT or dport = :$UP_PORT )"

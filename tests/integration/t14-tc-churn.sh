@@ -15,7 +15,7 @@
 # the hand-off; this one is about spliced flows ending.)
 #
 # Afterwards, once the collector had time (entries linger 2 s after FIN+FIN or
-# RST; at least 3 s), mmp_tc_flows, mmp_tc_tuples and mmp_tc_stats are empty,
+# RST; at least 3 s), mmp_tc_flows and mmp_tc_tuples are empty,
 # the proxy's fd count is back to its baseline, and after SIGTERM no pin and
 # no TC filter of ours is left in the proxy namespace. Must take < 2 minutes.
 source "$(dirname "$0")/lib.sh"
@@ -31,7 +31,7 @@ HOLD_MS=40 # above a loaded machine's hand-off time, so that few flows close dur
 LIMIT_S=120
 SETTLE_MIN_S=3
 SETTLE_MAX_S=10
-TC_MAPS=(mmp_tc_flows mmp_tc_tuples mmp_tc_stats)
+TC_MAPS=(mmp_tc_flows mmp_tc_tuples)
 
 # maps_summary: "mmp_tc_flows=0 ..." and their total in MAPS_TOTAL.
 maps_summary() {

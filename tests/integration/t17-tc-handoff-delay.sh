@@ -28,8 +28,8 @@ if tc_mmp_start "$(tc_pindir short)" "$LISTEN" --tc-handoff-delay 300; then
 		--size 4K --port-base 31000 --timeout 10 --max-failures 4
 	ok=$(grep -c '^conn .* up [0-9]* ok down [0-9]* ok$' "$out")
 	((ok == N_SHORT)) || case_fail "$ok of $N_SHORT flows byte-exact ($(tail -n 1 "$out"))"
-	stats=$(tc_map_count "$MMP_PINDIR" mmp_tc_stats)
-	((stats == 0)) || case_fail "mmp_tc_stats holds $stats entries: short flows reached the tc engine"
+	flows=$(tc_map_count "$MMP_PINDIR" mmp_tc_flows)
+	((flows == 0)) || case_fail "mmp_tc_flows holds $flows entries: short flows reached the tc engine"
 	mmp_stop
 	if tc_totals; then
 		((TOT_TC_SHORT == N_SHORT)) || case_fail "tc short $TOT_TC_SHORT, expected $N_SHORT"

@@ -18,7 +18,7 @@
 #     collected and the maps are empty; a new connection from the same client
 #     ip:port is then spliced in the kernel and transfers SIZE bytes each way
 #     byte-exact; once it ended and the collector had time (entries linger
-#     2 s), mmp_tc_flows, mmp_tc_stats and mmp_tc_tuples are empty
+#     2 s), mmp_tc_flows and mmp_tc_tuples are empty
 #     (bpftool map dump), and after SIGTERM no pin is left.
 #   2 SIGKILL during FREEZE. FREEZE lasts about 100 us, too short to be hit
 #     by a signal on purpose, so the test makes the state a kill there
@@ -50,9 +50,9 @@ flow_modes() {
 	bpftool -j map dump pinned "$1/mmp_tc_flows" 2>/dev/null | jq -r '[.[].formatted.value.mode] | join(" ")' 2>/dev/null
 }
 
-# counts PINDIR: "flows F stats S tuples T".
+# counts PINDIR: "flows F tuples T".
 counts() {
-	echo "flows $(tc_map_count "$1" mmp_tc_flows) stats $(tc_map_count "$1" mmp_tc_stats) tuples $(tc_map_count "$1" mmp_tc_tuples)"
+	echo "flows $(tc_map_count "$1" mmp_tc_flows) tuples $(tc_map_count "$1" mmp_tc_tuples)"
 }
 
 # set_mode_freeze PINDIR: every flow entry's mode becomes FREEZE, the rest of the value kept.
@@ -96,7 +96,7 @@ crash_case() {
 			kill -STOP "$MMP_PID"
 			left=$(counts "$pin")
 			modes=$(flow_modes "$pin")
-			[[ $modes == 1 && $left == "flows 1 stats 1 tuples "[34] ]] && break
+			[[ $modes == 1 && $left == "flows 1 tuples "[34] ]] && break
 			kill -CONT "$MMP_PID"
 		fi
 		sleep 0.02
@@ -113,7 +113,7 @@ crash_case() {
 	MMP_RUNNING=0
 	left=$(counts "$pin")
 	# 4 tuples with both peers held, 3 in a staged hold's first stage.
-	[[ $left == "flows 1 stats 1 tuples "[34] ]] || case_fail "after SIGKILL in HOLD the maps hold $left, want flows 1 stats 1 tuples 3 or 4"
+	[[ $left == "flows 1 tuples "[34] ]] || case_fail "after SIGKILL in HOLD the maps hold $left, want flows 1 tuples 3 or 4"
 	if ((freeze)); then
 		set_mode_freeze "$pin" || case_fail "bpftool map update (mode FREEZE) failed"
 		modes=$(flow_modes "$pin")
@@ -136,7 +136,7 @@ crash_case() {
 	grep -q 'collected 1 flow entries left by the previous instance' "$MMP_LOG" ||
 		case_fail "the new instance did not log the collection: $(grep 'tc engine' "$MMP_LOG" | head -n 3 | tr '\n' ' ')"
 	left=$(counts "$pin")
-	[[ $left == "flows 0 stats 0 tuples 0" ]] || case_fail "after the restart the maps hold $left, want none"
+	[[ $left == "flows 0 tuples 0" ]] || case_fail "after the restart the maps hold $left, want none"
 	# The same client ip:port again: claimed by nobody now.
 	mark=$(log_mark "$MMP_LOG")
 	client "$TOPO_PROXY" -c "$LISTEN" --pp2 "$CLIENT_IP:$port" 203.0.113.1:443 --send "$SIZE" --timeout 20 ||
@@ -150,10 +150,10 @@ crash_case() {
 	# FIN both ways: removed about 2 s after the last packet.
 	for ((i = 0; i < 50; i++)); do
 		left=$(counts "$pin")
-		[[ $left == "flows 0 stats 0 tuples 0" ]] && break
+		[[ $left == "flows 0 tuples 0" ]] && break
 		sleep 0.2
 	done
-	[[ $left == "flows 0 stats 0 tuples 0" ]] || case_fail "10 s after the reused flow ended the maps hold $left (leaked)"
+	[[ $left == "flows 0 tuples 0" ]] || case_fail "10 s after the reused flow ended the maps hold $left (leaked)"
 	mmp_stop
 	[[ -z $(tc_pins "$pin") ]] || case_fail "pins left after SIGTERM: $(tc_pins "$pin" | tr '\n' ' ')"
 	case_note "after SIGKILL in $( ((freeze)) && echo FREEZE || echo HOLD): collected at restart, $CLIENT_IP:$port reused and spliced, maps empty"

@@ -5,7 +5,7 @@
 # runs tNN-*.sh).
 #
 # The tc engine (issue 5, docs/DESIGN.md §3b) keeps per-flow state in pinned maps
-# (mmp_tc_tuples, mmp_tc_flows, mmp_tc_stats, mmp_tc_counters) and attaches
+# (mmp_tc_tuples, mmp_tc_flows with each flow's stats, mmp_tc_counters) and attaches
 # TC filters with handle 0x4d4d and priority 0x4d4d (= pref 19789) to lo
 # egress and, with --iface, to the ingress and egress of those interfaces.
 # At -v 2 the proxy logs per flow one of

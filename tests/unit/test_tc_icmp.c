@@ -411,7 +411,6 @@ static struct tc_bpf *load_skel(const struct icmp_case *c)
 	skel->rodata->icmp4_to_upstream = !c->lo_refuses_v4;
 	bpf_map__set_max_entries(skel->maps.mmp_tc_tuples, 16);
 	bpf_map__set_max_entries(skel->maps.mmp_tc_flows, 4);
-	bpf_map__set_max_entries(skel->maps.mmp_tc_stats, 4);
 	err = tc_bpf__load(skel);
 	if (err) {
 		tc_bpf__destroy(skel);
@@ -425,7 +424,6 @@ static void fill_maps(struct tc_bpf *skel, const struct icmp_case *c)
 {
 	struct mmp_tc_tuple_val up = { .flow = FLOW_ID, .role = MMP_TC_ROLE_UP };
 	struct mmp_tc_tuple_val down = { .flow = FLOW_ID, .role = MMP_TC_ROLE_DOWN };
-	struct mmp_tc_stats st = { 0 };
 	struct mmp_tc_flow flow = { 0 };
 	struct mmp_tc_tuple k;
 	uint64_t id = FLOW_ID;
@@ -454,7 +452,6 @@ static void fill_maps(struct tc_bpf *skel, const struct icmp_case *c)
 		flow.down.redirect_ifindex = 2;
 	}
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_flows), &id, &flow, BPF_NOEXIST), 0);
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_stats), &id, &st, BPF_NOEXIST), 0);
 }
 
 static uint64_t read_counter(struct tc_bpf *skel, uint32_t idx)

@@ -4,7 +4,7 @@
  * BPF_PROG_TEST_RUN with hand-built fixture packets.
  *
  * Each case loads a fresh skeleton (no attach), fills mmp_tc_tuples,
- * mmp_tc_flows and mmp_tc_stats the way user/engine/tc/tc_handoff.c does, runs one or
+ * mmp_tc_flows the way user/engine/tc/tc_handoff.c does, runs one or
  * more Ethernet + IPv4/IPv6 + TCP packets through mmp_tc_egress (or
  * mmp_tc_ingress) and compares the output byte by byte with a packet built
  * independently from the expected field values. Checksums are verified with
@@ -414,7 +414,7 @@ struct dir_cfg {
 	uint32_t ifindex; /* in_ifindex; 0: lo (1), where BPF_PROG_TEST_RUN runs the packets */
 };
 
-/* The receive state userspace writes at the switch (mmp_tc_stats snd_nxt, rcv_wnd). */
+/* The receive state userspace writes at the switch (the flow entry's stats: snd_nxt, rcv_wnd). */
 struct rx_init {
 	bool set; /* false: snd_nxt 0, rcv_wnd 1 GiB both ways (every fixture seq near 0 is acceptable) */
 	bool ended; /* an RST already ended the flow */
@@ -1477,7 +1477,6 @@ static struct tc_bpf *load_skel(void)
 	/* Small maps: every case loads its own copy. */
 	bpf_map__set_max_entries(skel->maps.mmp_tc_tuples, 64);
 	bpf_map__set_max_entries(skel->maps.mmp_tc_flows, 16);
-	bpf_map__set_max_entries(skel->maps.mmp_tc_stats, 16);
 	err = tc_bpf__load(skel);
 	if (err) {
 		tc_bpf__destroy(skel);
@@ -1513,10 +1512,9 @@ static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 {
 	int tuples = bpf_map__fd(skel->maps.mmp_tc_tuples);
 	int flows = bpf_map__fd(skel->maps.mmp_tc_flows);
-	int stats = bpf_map__fd(skel->maps.mmp_tc_stats);
 	uint64_t id = FLOW_ID;
-	struct mmp_tc_stats st;
 	struct mmp_tc_flow flow;
+	struct mmp_tc_stats *st = &flow.st;
 
 	for (int r = 0; r < 4; r++) {
 		struct mmp_tc_tuple key;
@@ -1527,17 +1525,15 @@ static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 			mark_port(skel, mmp_tc_service_port(&key, tv.role));
 		assert_int_equal(bpf_map_update_elem(tuples, &key, &tv, BPF_NOEXIST), 0);
 	}
-	memset(&st, 0, sizeof(st));
-	for (int d = 0; d < 2; d++) {
-		st.snd_nxt[d] = c->rx.set ? c->rx.nxt[d] : 0;
-		st.rcv_wnd[d] = c->rx.set ? c->rx.wnd[d] : 1u << 30;
-	}
-	st.rst = c->rx.ended;
-	assert_int_equal(bpf_map_update_elem(stats, &id, &st, BPF_NOEXIST), 0);
 	if (!c->mode)
 		return;
 	memset(&flow, 0, sizeof(flow));
 	flow.mode = c->mode;
+	for (int d = 0; d < 2; d++) {
+		st->snd_nxt[d] = c->rx.set ? c->rx.nxt[d] : 0;
+		st->rcv_wnd[d] = c->rx.set ? c->rx.wnd[d] : 1u << 30;
+	}
+	st->rst = c->rx.ended;
 	fill_dir(&flow.up, &c->up, c->family, T_HOLD2);
 	fill_dir(&flow.down, &c->down, c->family, T_HOLD1);
 	assert_int_equal(bpf_map_update_elem(flows, &id, &flow, BPF_NOEXIST), 0);
@@ -1621,10 +1617,13 @@ static uint64_t read_counter(struct tc_bpf *skel, uint32_t idx)
 static void check_stats(struct tc_bpf *skel, const struct rw_case *c)
 {
 	uint64_t id = FLOW_ID;
+	struct mmp_tc_flow flow;
 	struct mmp_tc_stats st;
 	const struct stats_exp *e = &c->st;
 
-	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_stats), &id, &st), 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_flows), &id, &flow), 0);
+	st = flow.st;
+
 	for (int d = 0; d < 2; d++) {
 		if (st.packets[d] != e->packets[d] || st.bytes[d] != e->bytes[d] || st.fin[d] != e->fin[d])
 			fail_msg("case \"%s\": stats[%s] packets %llu bytes %llu fin %u, expected %llu %llu %u",

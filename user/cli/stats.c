@@ -141,7 +141,7 @@ static void print_tc_counters(int fd)
 }
 
 /* Each spliced flow: the load balancer's tuple, the upstream's, deltas, traffic. */
-static void print_tc_flows(int flows_fd, int stats_fd)
+static void print_tc_flows(int flows_fd)
 {
 	uint64_t key, *prev = NULL;
 	uint64_t now_ns = mmp_now_ns();
@@ -150,14 +150,13 @@ static void print_tc_flows(int flows_fd, int stats_fd)
 	printf("tc flows (spliced in the kernel):\n");
 	while (bpf_map_get_next_key(flows_fd, prev, &key) == 0) {
 		struct mmp_tc_flow f;
-		struct mmp_tc_stats st = { 0 };
+		const struct mmp_tc_stats *st = &f.st;
 		struct mmp_tc_tuple lb;
 		char a[128], b[128];
 
 		prev = &key;
 		if (bpf_map_lookup_elem(flows_fd, &key, &f))
 			continue;
-		bpf_map_lookup_elem(stats_fd, &key, &st);
 		mmp_tc_reverse_tuple(&lb, &f.down.out);
 		printf("  flow %llu %s\n", (unsigned long long)key,
 		       f.mode == MMP_TC_MODE_SPLICE ? "" : f.mode == MMP_TC_MODE_HOLD ? "(hand-off: hold)" : "(hand-off: freeze)");
@@ -166,14 +165,14 @@ static void print_tc_flows(int flows_fd, int stats_fd)
 		printf("    load balancer %s\n", fmt_tuple(&lb, a, sizeof(a)));
 		printf("    upstream      %s\n", fmt_tuple(&f.up.out, b, sizeof(b)));
 		printf("    up:   seq %+d ack %+d wscale %u->%u  %llu packets %llu bytes\n", (int)f.up.seq_delta,
-		       (int)f.up.ack_delta, f.up.wscale_in, f.up.wscale_out, (unsigned long long)st.packets[0],
-		       (unsigned long long)st.bytes[0]);
+		       (int)f.up.ack_delta, f.up.wscale_in, f.up.wscale_out, (unsigned long long)st->packets[0],
+		       (unsigned long long)st->bytes[0]);
 		printf("    down: seq %+d ack %+d wscale %u->%u  %llu packets %llu bytes\n", (int)f.down.seq_delta,
-		       (int)f.down.ack_delta, f.down.wscale_in, f.down.wscale_out, (unsigned long long)st.packets[1],
-		       (unsigned long long)st.bytes[1]);
-		printf("    state: %s%s%s, idle %.1f s\n", st.fin[0] ? "FIN from load balancer " : "",
-		       st.fin[1] ? "FIN from upstream " : "", st.rst ? "RST" : st.fin[0] || st.fin[1] ? "" : "open",
-		       st.last_seen_ns ? (now_ns - st.last_seen_ns) / 1e9 : 0.0);
+		       (int)f.down.ack_delta, f.down.wscale_in, f.down.wscale_out, (unsigned long long)st->packets[1],
+		       (unsigned long long)st->bytes[1]);
+		printf("    state: %s%s%s, idle %.1f s\n", st->fin[0] ? "FIN from load balancer " : "",
+		       st->fin[1] ? "FIN from upstream " : "", st->rst ? "RST" : st->fin[0] || st->fin[1] ? "" : "open",
+		       st->last_seen_ns ? (now_ns - st->last_seen_ns) / 1e9 : 0.0);
 		n++;
 	}
 	printf("  (%d flows)\n", n);
@@ -192,7 +191,6 @@ int mmp_stats_command(const char *pin_dir)
 	int flows = mmp_open_pin(pin_dir, MMP_FLOWS_MAP);
 	int counters = mmp_open_pin(pin_dir, MMP_COUNTERS_MAP);
 	int tc_flows = mmp_open_pin(pin_dir, MMP_TC_FLOWS_MAP);
-	int tc_stats = mmp_open_pin(pin_dir, MMP_TC_STATS_MAP);
 	int tc_counters = mmp_open_pin(pin_dir, MMP_TC_COUNTERS_MAP);
 	int tcp_counters = mmp_open_pin(pin_dir, MMP_TCP_COUNTERS_MAP);
 	int xdp_counters = mmp_open_pin(pin_dir, MMP_XDP_COUNTERS_MAP);
@@ -215,8 +213,8 @@ int mmp_stats_command(const char *pin_dir)
 		print_counters(counters);
 	if (tc_counters >= 0)
 		print_tc_counters(tc_counters);
-	if (tc_flows >= 0 && tc_stats >= 0)
-		print_tc_flows(tc_flows, tc_stats);
+	if (tc_flows >= 0)
+		print_tc_flows(tc_flows);
 	if (flows >= 0)
 		print_flows(flows);
 	mmp_udp_stats_print(pin_dir);
@@ -227,7 +225,6 @@ int mmp_stats_command(const char *pin_dir)
 	close_if_open(flows);
 	close_if_open(counters);
 	close_if_open(tc_flows);
-	close_if_open(tc_stats);
 	close_if_open(tc_counters);
 	close_if_open(tcp_counters);
 	close_if_open(xdp_counters);

@@ -64,19 +64,19 @@ static uint64_t count_keys(int fd, size_t key_size)
 	return n;
 }
 
-static void read_tc_flows(int flows_fd, int stats_fd, struct mmp_snapshot *s)
+static void read_tc_flows(int flows_fd, struct mmp_snapshot *s)
 {
 	uint64_t key, *prev = NULL;
 
 	while (bpf_map_get_next_key(flows_fd, prev, &key) == 0) {
-		struct mmp_tc_stats st;
+		struct mmp_tc_flow f;
 
 		prev = &key;
 		s->tc_flows++;
-		if (stats_fd >= 0 && bpf_map_lookup_elem(stats_fd, &key, &st) == 0)
+		if (bpf_map_lookup_elem(flows_fd, &key, &f) == 0)
 			for (int d = 0; d < 2; d++) {
-				s->tc_bytes[d] += st.bytes[d];
-				s->tc_packets[d] += st.packets[d];
+				s->tc_bytes[d] += f.st.bytes[d];
+				s->tc_packets[d] += f.st.packets[d];
 			}
 	}
 }
@@ -107,7 +107,7 @@ int mmp_snapshot_read(const char *pin_dir, struct mmp_snapshot *s)
 	int tcp = mmp_open_pin(pin_dir, MMP_TCP_COUNTERS_MAP), udp = mmp_open_pin(pin_dir, MMP_UDP_COUNTERS_MAP);
 	int tc = mmp_open_pin(pin_dir, MMP_TC_COUNTERS_MAP), sm = mmp_open_pin(pin_dir, MMP_COUNTERS_MAP);
 	int a4 = mmp_open_pin(pin_dir, MMP_ALLOW4_MAP), a6 = mmp_open_pin(pin_dir, MMP_ALLOW6_MAP);
-	int tcf = mmp_open_pin(pin_dir, MMP_TC_FLOWS_MAP), tcs = mmp_open_pin(pin_dir, MMP_TC_STATS_MAP);
+	int tcf = mmp_open_pin(pin_dir, MMP_TC_FLOWS_MAP);
 	int smf = mmp_open_pin(pin_dir, MMP_FLOWS_MAP), udf = mmp_open_pin(pin_dir, MMP_UDP_FLOWS_MAP);
 	int xdp = mmp_open_pin(pin_dir, MMP_XDP_COUNTERS_MAP);
 	int err = 0;
@@ -123,7 +123,7 @@ int mmp_snapshot_read(const char *pin_dir, struct mmp_snapshot *s)
 		s->allow6 = count_keys(a6, sizeof(struct mmp_allow6_key));
 	}
 	if ((s->has_tc_flows = tcf >= 0))
-		read_tc_flows(tcf, tcs, s);
+		read_tc_flows(tcf, s);
 	if ((s->has_sockmap_flows = smf >= 0))
 		read_sockmap_flows(smf, s);
 	if ((s->has_udp_flows = udf >= 0))
@@ -141,6 +141,6 @@ int mmp_snapshot_read(const char *pin_dir, struct mmp_snapshot *s)
 	if (a4 < 0 && tcp < 0 && udp < 0 && tcf < 0 && smf < 0)
 		err = -ENOENT;
 	close_fd(tcp), close_fd(udp), close_fd(tc), close_fd(sm), close_fd(a4), close_fd(a6);
-	close_fd(tcf), close_fd(tcs), close_fd(smf), close_fd(udf), close_fd(xdp);
+	close_fd(tcf), close_fd(smf), close_fd(udf), close_fd(xdp);
 	return err;
 }

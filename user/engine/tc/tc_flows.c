@@ -107,20 +107,17 @@ void mmp_tc_delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tupl
 			bpf_map_delete_elem(tc->tuples_fd, &ft->t[i]);
 	}
 	bpf_map_delete_elem(tc->flows_fd, &flow);
-	bpf_map_delete_elem(tc->stats_fd, &flow);
 }
 
 bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t)
 {
 	struct mmp_tc_tuple_val tv;
-	struct mmp_tc_stats st;
 	struct mmp_tc_flow flow;
 
 	if (bpf_map_lookup_elem(tc->tuples_fd, t, &tv))
 		return true; /* gone meanwhile */
 	if (bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow) == 0 &&
-	    bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) == 0 &&
-	    !(flow.mode == MMP_TC_MODE_SPLICE && mmp_tc_flow_ended(&st)))
+	    !(flow.mode == MMP_TC_MODE_SPLICE && mmp_tc_flow_ended(&flow.st)))
 		return false;
 	bpf_map_delete_elem(tc->tuples_fd, t);
 	return true;
@@ -184,7 +181,6 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	struct sockaddr_storage c, u;
 	struct mmp_tc_tuple down;
 	struct mmp_tc_tuple_val tv;
-	struct mmp_tc_stats st;
 	struct mmp_tc_flow flow;
 	struct flow_tuples ft;
 
@@ -200,10 +196,10 @@ int mmp_tc_claim_client(struct mmp_tc *tc, const struct sockaddr *client, const 
 	mmp_tc_make_tuple(&down, &u, &c);
 	if (bpf_map_lookup_elem(tc->tuples_fd, &down, &tv) || tv.role != MMP_TC_ROLE_DOWN)
 		return 0;
-	if (bpf_map_lookup_elem(tc->stats_fd, &tv.flow, &st) || bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow))
+	if (bpf_map_lookup_elem(tc->flows_fd, &tv.flow, &flow))
 		return 0;
 	/* A live spliced flow holds this ip:port, as a live socket would. */
-	if (!mmp_tc_flow_ended(&st))
+	if (!mmp_tc_flow_ended(&flow.st))
 		return -EADDRINUSE;
 	mmp_tc_tuples_of_flow(&flow, &ft);
 	mmp_tc_delete_flow(tc, tv.flow, &ft);
@@ -228,33 +224,25 @@ static void delete_orphan(struct mmp_tc *tc, uint64_t flow)
 			bpf_map_delete_elem(tc->tuples_fd, &key);
 	}
 	bpf_map_delete_elem(tc->flows_fd, &flow);
-	bpf_map_delete_elem(tc->stats_fd, &flow);
 }
 
 int mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
 {
 	uint64_t key, next, now = mmp_now_ns();
-	bool have = bpf_map_get_next_key(tc->stats_fd, NULL, &next) == 0;
+	bool have = bpf_map_get_next_key(tc->flows_fd, NULL, &next) == 0;
 	int removed = 0;
 
 	while (have) {
-		struct mmp_tc_stats st;
+		const struct mmp_tc_stats *st;
 		struct mmp_tc_flow flow;
 		uint64_t idle;
 		bool done;
 
 		key = next;
-		have = bpf_map_get_next_key(tc->stats_fd, &key, &next) == 0;
-		if (bpf_map_lookup_elem(tc->stats_fd, &key, &st))
+		have = bpf_map_get_next_key(tc->flows_fd, &key, &next) == 0;
+		if (bpf_map_lookup_elem(tc->flows_fd, &key, &flow))
 			continue;
-		if (bpf_map_lookup_elem(tc->flows_fd, &key, &flow)) {
-			/* A hand-off a previous instance died in before writing its flow entry. */
-			if (st.last_seen_ns < tc->open_ns) {
-				delete_orphan(tc, key);
-				removed++;
-			}
-			continue;
-		}
+		st = &flow.st;
 		/*
 		 * A hand-off in progress belongs to its worker, unless it was
 		 * left by a previous instance (started before this one opened;
@@ -262,8 +250,8 @@ int mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
 		 * than any hand-off takes: its claim on the tuple is released.
 		 */
 		if (flow.mode != MMP_TC_MODE_SPLICE) {
-			if (st.last_seen_ns < tc->open_ns ||
-			    (st.last_seen_ns < now && now - st.last_seen_ns > ORPHAN_NS)) {
+			if (st->last_seen_ns < tc->open_ns ||
+			    (st->last_seen_ns < now && now - st->last_seen_ns > ORPHAN_NS)) {
 				delete_orphan(tc, key);
 				removed++;
 			}
@@ -274,8 +262,8 @@ int mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns)
 		 * stamping last_seen meanwhile; an unsigned now - last_seen then
 		 * wrapped and removed busy flows (every one of them reset).
 		 */
-		idle = st.last_seen_ns && st.last_seen_ns < now ? now - st.last_seen_ns : 0;
-		done = mmp_tc_flow_ended(&st) && st.last_seen_ns && idle >= linger_ns;
+		idle = st->last_seen_ns && st->last_seen_ns < now ? now - st->last_seen_ns : 0;
+		done = mmp_tc_flow_ended(st) && st->last_seen_ns && idle >= linger_ns;
 		/* Idle: no packet at all (keepalives count) for the idle timeout. */
 		if (!done && tc->idle_ns && idle > tc->idle_ns)
 			done = true;

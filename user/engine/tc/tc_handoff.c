@@ -124,7 +124,6 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = tc_of(c);
 	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_HOLD };
-	struct mmp_tc_stats st = { 0 };
 	struct flow_tuples ft;
 	char a[MMP_ADDRSTRLEN];
 	const char *why;
@@ -143,9 +142,8 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	}
 	set_ifaces(tc, c, &flow);
 	open_egress_hooks(tc);
-	st.last_seen_ns = mmp_now_ns(); /* the hand-off's age, should this instance die in it */
-	if (bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_NOEXIST) ||
-	    bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
+	flow.st.last_seen_ns = mmp_now_ns(); /* the hand-off's age, should this instance die in it */
+	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
 		goto full;
 	/*
 	 * The first attempt holds both peers at once: the quickest hand-off
@@ -386,7 +384,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = tc_of(c);
 	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_FREEZE };
-	struct mmp_tc_stats st = { 0 };
+	struct mmp_tc_stats *st = &flow.st;
 	struct flow_tuples ft;
 	struct mmp_tc_frozen f1, f2;
 	char a[MMP_ADDRSTRLEN], why[192];
@@ -395,6 +393,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 
 	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
 	set_ifaces(tc, c, &flow);
+	st->last_seen_ns = mmp_now_ns(); /* still the age of a hand-off (mmp_tc_collect) */
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
 		mmp_tc_abort(loop, c, "flow entry vanished");
 		return;
@@ -433,13 +432,13 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		flow.down.redirect_ifindex = T(c)->oif;
 	}
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
-	st.last_seen_ns = mmp_now_ns();
+	st->last_seen_ns = mmp_now_ns();
 	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */
-	st.snd_nxt[0] = f1.rcv_nxt;
-	st.snd_nxt[1] = f2.rcv_nxt;
-	st.rcv_wnd[0] = f2.win.snd_wnd;
-	st.rcv_wnd[1] = f1.win.snd_wnd;
-	bpf_map_update_elem(tc->stats_fd, &T(c)->flow, &st, BPF_EXIST);
+	st->snd_nxt[0] = f1.rcv_nxt;
+	st->snd_nxt[1] = f2.rcv_nxt;
+	st->rcv_wnd[0] = f2.win.snd_wnd;
+	st->rcv_wnd[1] = f1.win.snd_wnd;
+	/* The last time userspace writes this entry: from here the programs own its stats. */
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
 		mmp_tc_set_repair(c->client.fd, 0);
 		mmp_tc_set_repair(c->upstream.fd, 0);

@@ -70,7 +70,7 @@ struct mmp_tc {
 	const struct mmp_config *cfg;
 	struct tc_bpf *skel;
 	char pin_dir[PATH_MAX - 64];
-	int tuples_fd, flows_fd, stats_fd;
+	int tuples_fd, flows_fd;
 	int ifindex[MAX_IFACES]; /* [0] is lo */
 	int nifaces;
 	int raw4, raw6; /* window updates */
