@@ -9,7 +9,10 @@
 #   streams-r    the same with -r 200000 (messages/s per connection)
 #   http-ka      wrk -c 64 keep-alive -> HAProxy send-proxy-v2 -> proxy -> nginx
 #   http-close   the same with 'Connection: close' (a new connection per request)
-# No proxy is tcpkali -> echo, or wrk -> HAProxy -> nginx (no send-proxy).
+#   latency      sockperf ping-pong, one TCP connection of 64-byte messages ->
+#                HAProxy send-proxy-v2 -> proxy -> sockperf server: microseconds
+#                (half the round trip), lower is better; skipped without sockperf
+# No proxy is tcpkali -> echo, or wrk/sockperf -> HAProxy -> server (no send-proxy).
 #
 #   bench/field.sh [--rounds 3] [-T 10] [--loads LIST] [--configs LIST]
 #                  [--lock FILE] [--round-major] [--out DIR] [--attach 'CMD']
@@ -40,7 +43,7 @@ BIN=${MMPROXY_BPF:-$BUILD/mmproxy-bpf}
 BASE_BIN=${MMPROXY_BPF_BASE:-} # before/after runs: configurations mmproxy-bpf-base/ENGINE run this binary
 UPSTREAM=$BUILD/bench/upstream
 ROUNDS=3 DURATION=10 LOCK= OUT_DIR=$BENCH_DIR/results ATTACH= ROUND_MAJOR=0
-LOADS=streams,streams-r,http-ka,http-close
+LOADS=streams,streams-r,http-ka,http-close,latency
 CONFIGS=none,mmproxy-bpf/auto,mmproxy-bpf/splice,go-mmproxy-2.1,go-mmproxy-head,mmproxy-rs
 declare -A PEER=([go-mmproxy-2.1]=${GO_MMPROXY:-/usr/bin/go-mmproxy}
 	[go-mmproxy-head]=${GO_MMPROXY_HEAD:-/usr/local/bin/go-mmproxy-head}
@@ -65,6 +68,10 @@ log() { printf '%s\n' "$*" >&2; }
 die() { log "field.sh: $*"; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "needs root"
 for t in tcpkali wrk haproxy nginx; do command -v $t >/dev/null || die "$t missing"; done
+if [[ ,$LOADS, == *,latency,* ]] && ! command -v sockperf >/dev/null; then
+	log "skip load latency: sockperf missing (apt-get install sockperf, or scripts/deps.sh)"
+	LOADS=$(tr , '\n' <<<"$LOADS" | grep -vx latency | paste -sd, -)
+fi
 [[ -x $UPSTREAM ]] || die "$UPSTREAM missing: make bench-tools"
 
 TAG=mmpf-$$ NS=mmpf-$$-p NSC=mmpf-$$-c
@@ -124,7 +131,7 @@ in_ns "$NSC" ip link set "${TAG}c" up
 in_ns "$NS" ip link set "${TAG}p" up
 in_ns "$NSC" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
 
-P_ECHO=9000 P_NGINX=9080 P_PROXY=8443 P_HAPROXY=8080
+P_ECHO=9000 P_NGINX=9080 P_SOCKPERF=9100 P_PROXY=8443 P_HAPROXY=8080
 nsenter --net="/run/netns/$NS" "$UPSTREAM" -m echo --threads 2 -l 127.0.0.1:$P_ECHO >"$TMP/echo.log" 2>&1 &
 PIDS+=($!)
 wait_listen "$NS" $P_ECHO $! || die "echo upstream did not start"
@@ -133,6 +140,11 @@ nginx_conf "$TMP" $P_NGINX
 	>"$TMP/nginx.log" 2>&1 &
 PIDS+=($!)
 wait_listen "$NS" $P_NGINX $! || die "nginx did not start"
+if [[ ,$LOADS, == *,latency,* ]]; then
+	nsenter --net="/run/netns/$NS" sockperf server --tcp -i 127.0.0.1 -p $P_SOCKPERF >"$TMP/sockperf-server.log" 2>&1 &
+	PIDS+=($!)
+	wait_listen "$NS" $P_SOCKPERF $! || die "sockperf server did not start"
+fi
 
 # ---- configurations
 proxy_cmd() { # CFG UPPORT VERBOSE (--detach: see bench/run.sh)
@@ -195,6 +207,7 @@ run_one() {
 	local load=$1 cfg=$2 round=$3 up=$P_ECHO verbose=0 value= unit extra= cmd
 	RUN=$((RUN + 1))
 	[[ $load == http-* ]] && up=$P_NGINX
+	[[ $load == latency ]] && up=$P_SOCKPERF
 	[[ ($load == streams* || -n ${FIELD_VERBOSE:-}) && $cfg == mmproxy-bpf/* ]] && verbose=2
 	if [[ $cfg != none ]]; then
 		read -r -a cmd <<<"$(proxy_cmd "$cfg" $up $verbose)"
@@ -246,6 +259,19 @@ run_one() {
 		extra+=",\"errors\":\"$(grep -o 'Socket errors.*\|Non-2xx.*' "$TMP/out" | tr -d '"' | paste -sd' ' - || true)\""
 		extra+=",\"latency_avg_max\":\"$(awk '$1 == "Latency" {print $2, $4}' "$TMP/out")\""
 		unit=req/s
+		;;
+	latency)
+		# One TCP connection, 64-byte ping-pong, client -> HAProxy send-proxy-v2 -> proxy -> sockperf
+		# server ("none": HAProxy -> server). Half the round trip, as sockperf reports it; lower is
+		# better. Its 400 ms warm-up covers the tc hand-off (--tc-handoff-delay 20 ms).
+		start_haproxy "$cfg" $up || { log "  haproxy did not start"; stop_proxies; return 0; }
+		cmd=(sockperf ping-pong --tcp -i 198.51.100.1 -p $P_HAPROXY -t "$DURATION" --msg-size 64)
+		echo "${cmd[*]}" >"$TMP/cmd"
+		in_ns "$NSC" "${cmd[@]}" >"$TMP/out" 2>&1 || log "  sockperf failed: $(tail -2 "$TMP/out")"
+		value=$(sed -n 's/.*Summary: Latency is \([0-9.]*\) usec.*/\1/p' "$TMP/out" | head -1)
+		extra+=",\"p50_us\":$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$TMP/out" | head -1 | grep . || echo null)"
+		extra+=",\"p99_us\":$(sed -n 's/.*percentile 99.000 = *\([0-9.]*\).*/\1/p' "$TMP/out" | head -1 | grep . || echo null)"
+		unit=us
 		;;
 	esac
 	stop_proxies

@@ -11,6 +11,7 @@ from collections import defaultdict
 runs = defaultdict(list)
 byround = {}  # (file, load, round) -> {config: value}: ratios within a round
 extra = defaultdict(list)
+units = {}  # load -> unit (latency: us, lower is better)
 order = []
 for path in sys.argv[1:]:
     for line in open(path):
@@ -18,6 +19,7 @@ for path in sys.argv[1:]:
         key = (r["load"], r["config"])
         if key not in order:
             order.append(key)
+        units.setdefault(r["load"], r.get("unit") or "")
         if r["value"] is not None:
             runs[key].append(r["value"])
             byround.setdefault((path, r["load"], r["round"]), {})[r["config"]] = r["value"]
@@ -37,7 +39,11 @@ for load, cfg in order:
     rng = "%.0f–%.0f" % (min(v), max(v))
     per = ["%.2f" % (d[cfg] / d["none"]) for (f, l, _), d in sorted(byround.items())
            if l == load and cfg in d and d.get("none")]
-    print("| %s | %s | %.0f | %s | %s | %s | %s |" % (load, cfg, med, rng, ratio, " ".join(per),
+    if units.get(load) == "us":
+        med_s, rng = "%.1f" % med, "%.1f–%.1f" % (min(v), max(v))
+    else:
+        med_s = "%.0f" % med
+    print("| %s | %s | %s | %s | %s | %s | %s |" % (load, cfg, med_s, rng, ratio, " ".join(per),
                                                    ", ".join(extra[(load, cfg)])))
 
 # Ratios at a glance: one row per load, the median's ratio (in parentheses
@@ -58,8 +64,8 @@ for l in loads:
     if not base:
         continue
     b = statistics.median(base)
-    unit = "Mbit/s" if l.startswith("streams") else "req/s"
-    cells = ["%.0f %s" % (b, unit)]
+    unit = {"Mbps": "Mbit/s"}.get(units.get(l), units.get(l))
+    cells = [("%.1f %s (lower is better)" if unit == "us" else "%.0f %s") % (b, unit)]
     for c in cfgs:
         if c == "none":
             continue

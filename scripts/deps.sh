@@ -18,7 +18,7 @@ PACKAGES=(
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
 	python3 socat jq xdp-tools prometheus python3-prometheus-client
 	# benchmark
-	go-mmproxy iperf3 gnuplot-nox hping3 wrk
+	go-mmproxy iperf3 gnuplot-nox hping3 wrk sockperf
 )
 
 export DEBIAN_FRONTEND=noninteractive
