@@ -91,7 +91,6 @@ struct pkt {
 	__u32 payload;
 	__u32 ip_end; /* offset of the end of the IP packet */
 	__u8 family;
-	__u8 v4_adjacent; /* IPv4 without options: the addresses end where TCP starts */
 	__u16 ip_check; /* IPv4: the header checksum as it came */
 	struct mmp_tc_tuple tuple;
 	struct tcp_hdr_copy old;
@@ -200,7 +199,6 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 			return PARSE_FRAGMENT;
 		p->family = 4;
 		p->l4_off = ETH_HLEN + ip->ihl * 4;
-		p->v4_adjacent = ip->ihl == 5;
 		p->ip_check = ip->check;
 		__builtin_memcpy(p->tuple.saddr, &ip->saddr, 4);
 		__builtin_memcpy(p->tuple.daddr, &ip->daddr, 4);
@@ -407,18 +405,15 @@ static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const st
 		adiff = csum_add32(adiff, ~od[i]);
 		adiff = csum_add32(adiff, nd[i]);
 	}
-	if (p->family == 4 && p->v4_adjacent) {
+	if (p->family == 4 && p->l4_off == p->l3_off + 20) {
 		/*
-		 * One store for the IP checksum, the addresses and the TCP
+		 * No IP options: the addresses end where TCP starts, so one
+		 * store takes the IP checksum, the addresses and the TCP
 		 * header; the IP checksum updated here as
 		 * bpf_l3_csum_replace would (RFC 1624: ~(~HC + ~m + m')).
 		 */
-		__u32 sum = csum_add32(adiff, (__u16)~p->ip_check);
-		__u16 check;
+		__u16 check = mmp_csum_fold(csum_add32(adiff, (__u16)~p->ip_check));
 
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
-		check = ~sum;
 		__builtin_memcpy(&p->ip_tail[2], &check, 2);
 		__builtin_memcpy(&p->ip_tail[4], &ns[0], 4);
 		__builtin_memcpy(&p->ip_tail[8], &nd[0], 4);

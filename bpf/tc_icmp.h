@@ -147,13 +147,6 @@ static __always_inline int icmp_parse(struct __sk_buff *skb, struct icmp_quote *
 	return bpf_skb_load_bytes(skb, q->in_l4_off, q->in_tcp, QUOTE_MIN_TCP) ? -1 : 0;
 }
 
-static __always_inline __u16 csum_fold16(__u32 s)
-{
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (__u16)s;
-}
-
 /*
  * Rewrite the error in place into the one about the upstream's segment (see
  * the top of this file). Returns 0, or -1 when the packet could not be
@@ -199,7 +192,7 @@ static __always_inline int icmp_rewrite(struct __sk_buff *skb, struct icmp_quote
 	if (q->family == 4) {
 		/* The quoted IPv4 header's checksum follows its addresses: ~(~old + diff). */
 		__u16 old_csum = ((__u16 *)q->in_ip)[5];
-		__u16 new_csum = (__u16)~csum_fold16(csum_add32((__u16)~old_csum, addr_diff));
+		__u16 new_csum = mmp_csum_fold(csum_add32((__u16)~old_csum, addr_diff));
 
 		diff = csum_add32(diff, (__u16)~old_csum);
 		diff = csum_add32(diff, new_csum);
