@@ -673,7 +673,7 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	 * own connection.
 	 */
 	if (flags & TH_SYN) {
-		if (st->rst || (st->fin[0] && st->fin[1])) {
+		if (mmp_tc_flow_ended(st)) {
 			st->rst = 1;
 			bpf_map_delete_elem(&mmp_tc_tuples, &p->tuple);
 			count(MMP_TC_CNT_TUPLE_REUSED);

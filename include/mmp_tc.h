@@ -103,6 +103,12 @@ struct mmp_tc_stats {
 	__u8 pad[5];
 };
 
+/* Both sides sent a FIN, or one reset: nothing but stray segments can follow. */
+static inline int mmp_tc_flow_ended(const struct mmp_tc_stats *st)
+{
+	return st->rst || (st->fin[0] && st->fin[1]);
+}
+
 /*
  * One entry per flow, keyed by conn1's socket cookie. Userspace replaces it
  * whole at each change of mode (the map has no prealloc, so every CPU sees

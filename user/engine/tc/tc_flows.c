@@ -68,12 +68,6 @@ void mmp_tc_tuples_of_flow(const struct mmp_tc_flow *flow, struct flow_tuples *f
 	ft->t[MMP_TC_ROLE_HOLD_CONN2] = flow->up.out;
 }
 
-/* Both sides sent a FIN, or one reset: nothing but stray segments can follow. */
-bool mmp_tc_flow_ended(const struct mmp_tc_stats *st)
-{
-	return st->rst || (st->fin[0] && st->fin[1]);
-}
-
 int mmp_tc_flow_tuples(struct mmp_conn *c, struct flow_tuples *ft)
 {
 	struct sockaddr_storage l, p, cl, u;

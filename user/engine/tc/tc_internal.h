@@ -141,8 +141,6 @@ void mmp_tc_make_tuple(struct mmp_tc_tuple *t, const struct sockaddr_storage *sr
 void mmp_tc_tuples_of_flow(const struct mmp_tc_flow *flow, struct flow_tuples *ft);
 /* A connection's four tuples from its sockets' names. */
 int mmp_tc_flow_tuples(struct mmp_conn *c, struct flow_tuples *ft);
-/* Both sides sent a FIN, or one reset. */
-bool mmp_tc_flow_ended(const struct mmp_tc_stats *st);
 void mmp_tc_delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tuples *ft);
 /* A tuple held by a flow that ended: removed (true); a live owner keeps it (false). */
 bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t);
