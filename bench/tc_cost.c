@@ -5,7 +5,7 @@
  * reports the mean), so that a change to bpf/tc.bpf.c can be compared
  * without the noise of a full benchmark.
  *
- *   tc_cost [--repeat N] [--rounds R]
+ *   tc_cost [--repeat N] [--rounds R] [--cold N]
  *
  * Packets: a pure ACK with timestamps (what ping-pong and bulk receivers
  * send), a 1448-byte data segment, a packet to the proxy's port of a flow
@@ -19,7 +19,10 @@
  * lo with a load balancer on the same host.
  *
  * Prints one line per case: the median over R rounds of the mean ns per
- * packet, and a JSON line. Needs root (BPF).
+ * packet, and a JSON line. With --cold N, also the median of N single runs,
+ * each after the caches were flushed by writing 32 MiB: the program's cost
+ * when its maps, scratch and code were pushed out by other work, as the TCP
+ * stack does between two segments of a flow in the field. Needs root (BPF).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -152,6 +155,36 @@ static int run(struct tc_bpf *skel, const uint8_t *pkt, size_t len, int repeat, 
 	return 0;
 }
 
+static int cmp_u32(const void *a, const void *b);
+
+#define FLUSH_BYTES (32u << 20)
+
+/* Median ns of n single runs, each with the CPU caches flushed first. */
+static int run_cold(struct tc_bpf *skel, const uint8_t *pkt, size_t len, int n, uint32_t *ns, uint32_t *retval)
+{
+	static volatile uint8_t *flush;
+	uint32_t *each = calloc((size_t)n, sizeof(*each));
+	int err = 0;
+
+	if (!flush)
+		flush = malloc(FLUSH_BYTES);
+	if (!each || !flush) {
+		free(each);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n && !err; i++) {
+		for (uint32_t b = 0; b < FLUSH_BYTES; b += 64)
+			flush[b] = (uint8_t)i;
+		err = run(skel, pkt, len, 1, &each[i], retval);
+	}
+	if (!err) {
+		qsort(each, (size_t)n, sizeof(each[0]), cmp_u32);
+		*ns = each[n / 2];
+	}
+	free(each);
+	return err;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -163,6 +196,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "repeat", required_argument, NULL, 'n' },
 					      { "rounds", required_argument, NULL, 'r' },
+					      { "cold", required_argument, NULL, 'c' },
 					      { 0 } };
 	struct {
 		const char *name;
@@ -175,7 +209,7 @@ int main(int argc, char **argv)
 		{ "not-spliced", &MISS, 0, 0x10 },
 		{ "other-traffic", &OTHER, 0, 0x10 },
 	};
-	int repeat = 1000000, rounds = 5, c, err;
+	int repeat = 1000000, rounds = 5, cold = 0, c, err;
 	struct tc_bpf *skel;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -183,11 +217,13 @@ int main(int argc, char **argv)
 			repeat = atoi(optarg);
 		else if (c == 'r')
 			rounds = atoi(optarg);
+		else if (c == 'c')
+			cold = atoi(optarg);
 		else
 			return 2;
 	}
-	if (repeat < 1 || rounds < 1 || rounds > 99) {
-		fprintf(stderr, "tc_cost: --repeat >= 1 and --rounds 1..99\n");
+	if (repeat < 1 || rounds < 1 || rounds > 99 || cold < 0) {
+		fprintf(stderr, "tc_cost: --repeat >= 1, --rounds 1..99 and --cold >= 0\n");
 		return 2;
 	}
 	libbpf_set_print(NULL);
@@ -204,6 +240,8 @@ int main(int argc, char **argv)
 		tc_bpf__destroy(skel);
 		return 1;
 	}
+	uint32_t cold_ns[sizeof(cases) / sizeof(cases[0])] = { 0 };
+
 	printf("JSON {\"tool\":\"tc_cost\",\"repeat\":%d,\"rounds\":%d,\"ns_per_packet\":{", repeat, rounds);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint8_t pkt[2048];
@@ -222,8 +260,25 @@ int main(int argc, char **argv)
 		printf("%s\"%s\":%u", i ? "," : "", cases[i].name, ns[rounds / 2]);
 		fprintf(stderr, "%-20s %5u ns/packet (median of %d x %d runs; verdict %d)\n", cases[i].name,
 			ns[rounds / 2], rounds, repeat, (int)retval);
+		if (cold) {
+			err = run_cold(skel, pkt, len, cold, &cold_ns[i], &retval);
+			if (err) {
+				fprintf(stderr, "\ntc_cost: cold runs failed: %s\n", strerror(-err));
+				tc_bpf__destroy(skel);
+				return 1;
+			}
+			fprintf(stderr, "%-20s %5u ns/packet cold (median of %d single runs after a cache flush)\n",
+				cases[i].name, cold_ns[i], cold);
+		}
 	}
-	printf("}}\n");
+	printf("}");
+	if (cold) {
+		printf(",\"cold\":%d,\"cold_ns_per_packet\":{", cold);
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			printf("%s\"%s\":%u", i ? "," : "", cases[i].name, cold_ns[i]);
+		printf("}");
+	}
+	printf("}\n");
 	tc_bpf__destroy(skel);
 	return 0;
 }

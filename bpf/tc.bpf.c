@@ -171,6 +171,39 @@ static __always_inline void wr32(__u8 *p, __u32 v)
 	p[3] = v;
 }
 
+static __always_inline int load_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 len);
+
+/*
+ * Copy len bytes (a multiple of 4, at most 40) at packet offset off into buf.
+ * Straight from the linear data when they are all there, as on lo and with
+ * most NICs: word loads instead of a bpf_skb_load_bytes call, twice per
+ * segment (docs/DESIGN.md §3b). Through the helper otherwise. 0 or -1.
+ */
+static __always_inline int copy_words(struct __sk_buff *skb, __u32 off, __u8 *buf, __u32 len)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	__u32 *dst = (__u32 *)buf;
+
+	if (off > 255 || len > TCP_MAX_OPTS)
+		return -1;
+	/* The bound again where the verifier sees it, so data + off is a packet pointer. */
+	asm volatile("%0 &= 255" : "+r"(off));
+	if (data + off + len > data_end)
+		return load_len(skb, off, buf, len);
+#pragma unroll
+	for (int i = 0; i < TCP_MAX_OPTS / 4; i++) {
+		const __u32 *src = data + off + i * 4;
+
+		if (i * 4 >= len)
+			break;
+		if ((void *)(src + 1) > data_end)
+			return -1;
+		dst[i] = *src;
+	}
+	return 0;
+}
+
 /*
  * Parse Ethernet/IP/TCP into p. Returns 0, PARSE_FRAGMENT (an IPv4 fragment),
  * PARSE_ICMP (an ICMP/ICMPv6 packet, parsed by handle_icmp) or -1 for
@@ -234,7 +267,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		return -1;
 	}
 	p->tuple.family = p->family;
-	if (bpf_skb_load_bytes(skb, p->l4_off, p->old.h, TCP_HLEN))
+	if (copy_words(skb, p->l4_off, p->old.h, TCP_HLEN))
 		return -1;
 	p->tuple.sport = *(__be16 *)&p->old.h[0];
 	p->tuple.dport = *(__be16 *)&p->old.h[2];
@@ -303,7 +336,7 @@ static __always_inline int store_v4_len(struct __sk_buff *skb, __u32 off, void *
 /* Copy the TCP options (after parse) into p->old. Returns 0 or -1. */
 static __always_inline int load_options(struct __sk_buff *skb, struct pkt *p)
 {
-	return load_len(skb, p->l4_off + TCP_HLEN, p->old.h + TCP_HLEN, p->tcp_len - TCP_HLEN);
+	return copy_words(skb, p->l4_off + TCP_HLEN, p->old.h + TCP_HLEN, p->tcp_len - TCP_HLEN);
 }
 
 /* Where the timestamp and SACK options are (indices into h[]; 0 = absent). */
@@ -478,14 +511,20 @@ static __always_inline bool acceptable(const struct mmp_tc_stats *st, int dir, _
  * Counters, and the state that judges later RSTs and FINs: only segments the
  * receiver would accept move snd_nxt, set a FIN or the other direction's window.
  * reset: an RST at exactly snd_nxt, which ends the flow.
+ *
+ * The counts are plain adds, not atomic ones: a direction's segments come
+ * from one sender socket (on lo, translated on the CPU that sends them) or
+ * one receive queue, so two CPUs on the same counter at once are rare, and
+ * then one count is lost, never state. The lock prefix cost 16 ns a segment
+ * in pp50 (docs/DESIGN.md §3b, "Plain counts").
  */
 static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struct pkt *p, __u8 flags,
 					 const struct mmp_tc_dir *d, bool reset)
 {
 	__u32 seq = rd32(&p->old.h[4]), end;
 
-	__sync_fetch_and_add(&st->packets[dir & 1], 1);
-	__sync_fetch_and_add(&st->bytes[dir & 1], p->payload);
+	st->packets[dir & 1] += 1;
+	st->bytes[dir & 1] += p->payload;
 	st->last_seen_ns = bpf_ktime_get_coarse_ns();
 	if (reset)
 		st->rst = 1;
