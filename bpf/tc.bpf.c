@@ -185,8 +185,11 @@ static __always_inline int copy_words(struct __sk_buff *skb, __u32 off, __u8 *bu
 	void *data_end = (void *)(long)skb->data_end;
 	__u32 *dst = (__u32 *)buf;
 
-	if (off > 255 || len > TCP_MAX_OPTS)
+	if (len > TCP_MAX_OPTS)
 		return -1;
+	/* Past a long IPv6 hop-by-hop header: the helper, as before. */
+	if (off > 255)
+		return load_len(skb, off, buf, len);
 	/* The bound again where the verifier sees it, so data + off is a packet pointer. */
 	asm volatile("%0 &= 255" : "+r"(off));
 	if (data + off + len > data_end)
