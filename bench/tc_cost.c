@@ -155,21 +155,25 @@ static int run(struct tc_bpf *skel, const uint8_t *pkt, size_t len, int repeat, 
 	return 0;
 }
 
-static int cmp_u32(const void *a, const void *b);
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
 
 #define FLUSH_BYTES (32u << 20)
 
 /* Median ns of n single runs, each with the CPU caches flushed first. */
 static int run_cold(struct tc_bpf *skel, const uint8_t *pkt, size_t len, int n, uint32_t *ns, uint32_t *retval)
 {
-	static volatile uint8_t *flush;
+	volatile uint8_t *flush = malloc(FLUSH_BYTES);
 	uint32_t *each = calloc((size_t)n, sizeof(*each));
 	int err = 0;
 
-	if (!flush)
-		flush = malloc(FLUSH_BYTES);
 	if (!each || !flush) {
 		free(each);
+		free((void *)flush);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n && !err; i++) {
@@ -182,14 +186,8 @@ static int run_cold(struct tc_bpf *skel, const uint8_t *pkt, size_t len, int n, 
 		*ns = each[n / 2];
 	}
 	free(each);
+	free((void *)flush);
 	return err;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
