@@ -19,14 +19,12 @@
  * owning worker's ring in mmp_wake instead.
  */
 #include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include "mmp_maps.h"
+#include "skb_kern.h"
 
 #define SK_DROP 0
 #define SK_PASS 1
-
-extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
 /* Set by userspace between open and load (--max-queued). */
 const volatile __u64 max_queued = 4 << 20;

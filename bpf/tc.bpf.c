@@ -26,6 +26,7 @@
 #include <bpf/bpf_helpers.h>
 #include "common.h"
 #include "mmp_tc.h"
+#include "skb_kern.h"
 
 #define TCP_HLEN 20
 #define NEXTHDR_HOP 0 /* IPv6 hop-by-hop options */
@@ -423,16 +424,26 @@ static __always_inline void rewrite_options(struct pkt *p, const struct opt_scan
 	}
 }
 
-/* Store the new TCP header and addresses, then fix the checksums. Returns 0 or -1. */
+/*
+ * Store the new TCP header and addresses, then fix the checksums. Returns 0 or -1.
+ *
+ * A segment sent on this host (CHECKSUM_PARTIAL: every segment on lo) has
+ * only the pseudo header's sum in its checksum field, and only the address
+ * change moves that: the new sum goes into the header stored anyway, as
+ * bpf_l4_csum_replace(BPF_F_PSEUDO_HDR) would compute it, and no checksum
+ * helper runs (docs/DESIGN.md §3b, "No checksum helper").
+ */
 static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const struct mmp_tc_tuple *out)
 {
 	__u32 tcp_check_off = p->l4_off + 16;
-	__u32 ndiff, adiff = 0;
+	__u32 ndiff = 0, adiff = 0;
 	int naddr = p->family == 4 ? 1 : 4;
 	__u32 *os = (__u32 *)p->tuple.saddr, *od = (__u32 *)p->tuple.daddr;
 	__u32 *ns = (__u32 *)out->saddr, *nd = (__u32 *)out->daddr;
+	bool partial = mmp_csum_partial(skb);
 
-	ndiff = words_diff((__u32 *)p->old.h, (__u32 *)p->new.h, p->tcp_len / 4, 0);
+	if (!partial)
+		ndiff = words_diff((__u32 *)p->old.h, (__u32 *)p->new.h, p->tcp_len / 4, 0);
 	for (int i = 0; i < 4; i++) {
 		if (i >= naddr)
 			break;
@@ -440,6 +451,13 @@ static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const st
 		adiff = csum_add32(adiff, ns[i]);
 		adiff = csum_add32(adiff, ~od[i]);
 		adiff = csum_add32(adiff, nd[i]);
+	}
+	if (partial && adiff) {
+		__u16 seed;
+
+		__builtin_memcpy(&seed, &p->new.h[16], 2);
+		seed = ~mmp_csum_fold(csum_add32(adiff, seed));
+		__builtin_memcpy(&p->new.h[16], &seed, 2);
 	}
 	if (p->family == 4 && p->l4_off == p->l3_off + 20) {
 		/*
@@ -469,7 +487,8 @@ static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const st
 		    bpf_skb_store_bytes(skb, p->l3_off + 24, out->daddr, 16, 0))
 			return -1;
 	}
-	/* Addresses are in the pseudo header; a CHECKSUM_PARTIAL skb needs only that part. */
+	if (partial)
+		return 0;
 	/* BPF_F_IPV6: on a CHECKSUM_COMPLETE skb an IPv6 address change cancels out in skb->csum. */
 	if (adiff && bpf_l4_csum_replace(skb, tcp_check_off, 0, adiff,
 					 BPF_F_PSEUDO_HDR | (p->family == 6 ? BPF_F_IPV6 : 0)))

@@ -26,13 +26,11 @@
  * the hook (the tc engine's) still see them.
  */
 #include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include "common.h"
 #include "mmp_udp.h"
-
-extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+#include "skb_kern.h"
 
 /*
  * Set by tests/unit/test_udp_fastpath.c only: BPF_PROG_TEST_RUN skbs are
@@ -142,6 +140,29 @@ static __always_inline void addr_copy(__be32 *dst, const __be32 *src)
 }
 
 /*
+ * Copy the IP or UDP header at off (n a multiple of 4, both constants once
+ * inlined) into buf: as words straight from the linear data when it is all
+ * there, as on lo or from a NIC; through the helper otherwise (docs/DESIGN.md
+ * §3b, "No checksum helper"). The PROXY header in find_flow() still goes
+ * through the helper: read in place, clang keeps its words in registers and
+ * forward()'s stack frame grows past 512 bytes. 0 or a negative errno.
+ */
+static __always_inline int load_words(struct __sk_buff *skb, __u32 off, void *buf, __u32 n)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	const __u32 *src = data + off;
+	__u32 *dst = buf;
+
+	if ((void *)src + n > data_end)
+		return bpf_skb_load_bytes(skb, off, buf, n);
+#pragma unroll
+	for (__u32 i = 0; i < n / 4; i++)
+		dst[i] = src[i];
+	return 0;
+}
+
+/*
  * A plain IPv4 or IPv6 UDP packet (no IP options, no IPv6 extension header),
  * lengths consistent, not a fragment nor GSO. Returns 0, or -1: not ours to
  * touch.
@@ -151,7 +172,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	__u32 ulen, l3_payload;
 
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		if (bpf_skb_load_bytes(skb, L3, &p->ip, sizeof(p->ip)) || p->ip.ihl != 5 ||
+		if (load_words(skb, L3, &p->ip, sizeof(p->ip)) || p->ip.ihl != 5 ||
 		    p->ip.protocol != IPPROTO_UDP || p->ip.frag_off & bpf_htons(IP_MF | IP_OFFSET))
 			return -1;
 		p->v6 = false;
@@ -161,7 +182,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		l3_payload = bpf_ntohs(p->ip.tot_len) - IP4_HLEN;
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		/* A fragment or an extension header is another next header: not ours. */
-		if (bpf_skb_load_bytes(skb, L3, &p->ip6, sizeof(p->ip6)) || p->ip6.nexthdr != IPPROTO_UDP)
+		if (load_words(skb, L3, &p->ip6, sizeof(p->ip6)) || p->ip6.nexthdr != IPPROTO_UDP)
 			return -1;
 		p->v6 = true;
 		p->l4 = L3 + IP6_HLEN;
@@ -171,7 +192,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	} else {
 		return -1;
 	}
-	if (bpf_skb_load_bytes(skb, p->l4, &p->uh, sizeof(p->uh)))
+	if (load_words(skb, p->l4, &p->uh, sizeof(p->uh)))
 		return -1;
 	ulen = bpf_ntohs(p->uh.len);
 	if (ulen < 8 || l3_payload != ulen || skb->len < p->l4 + ulen || skb->gso_segs > 1)
@@ -180,11 +201,21 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	return 0;
 }
 
-/* Store the changed IPv4 header with a fresh checksum. */
+/*
+ * Store the changed IPv4 header with a fresh checksum, summed here: five
+ * words in a 64-bit sum, folded, cost less than a bpf_csum_diff call.
+ */
 static __always_inline int store_ip(struct __sk_buff *skb, struct iphdr *ip)
 {
+	const __u32 *w = (const __u32 *)ip;
+	__u64 sum = 0;
+
 	ip->check = 0;
-	ip->check = mmp_csum_fold(bpf_csum_diff(NULL, 0, (__be32 *)ip, sizeof(*ip), 0));
+	for (int i = 0; i < IP4_HLEN / 4; i++)
+		sum += w[i];
+	sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+	sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+	ip->check = mmp_csum_fold(sum);
 	return bpf_skb_store_bytes(skb, L3, ip, sizeof(*ip), BPF_F_RECOMPUTE_CSUM);
 }
 
@@ -380,14 +411,6 @@ static __always_inline enum drain draining(struct __sk_buff *skb, __u8 *mode, __
 	return DRAIN_PASS;
 }
 
-/* CHECKSUM_PARTIAL: sent on this host (lo, veth), the field holds only the pseudo header's sum. */
-static __always_inline bool csum_partial(struct __sk_buff *skb)
-{
-	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
-
-	return BPF_CORE_READ_BITFIELD(k, ip_summed) == CHECKSUM_PARTIAL;
-}
-
 /* seed plus the ones' complement sum of len bytes at off (even), -1 on error. */
 static __always_inline __s64 sum_bytes(struct __sk_buff *skb, __u32 off, __u32 len, __s64 seed)
 {
@@ -516,7 +539,7 @@ static __always_inline int forward(struct __sk_buff *skb, struct pkt *p, struct 
 {
 	__u32 ulen = 8 + p->plen - hl;
 	struct udphdr nu;
-	bool full = p->v6 && hl && (sum_in_full || csum_partial(skb));
+	bool full = p->v6 && hl && (sum_in_full || mmp_csum_partial(skb));
 
 	/* Too long to sum here: userspace sends it (before the hand-over counts it). */
 	if (full && ulen > SUM_CHUNK * SUM_CHUNKS) {

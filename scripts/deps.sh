@@ -16,7 +16,7 @@ PACKAGES=(
 	libcap-ng-dev
 	# run and test
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
-	python3 socat jq xdp-tools prometheus python3-prometheus-client
+	python3 socat jq xdp-tools prometheus python3-prometheus-client ethtool
 	# benchmark
 	go-mmproxy iperf3 gnuplot-nox hping3 wrk sockperf
 )

@@ -19,7 +19,9 @@
 #
 # HAProxy (send-proxy-v2) runs in the lb namespace; mmpt-client in the client
 # namespace sends SIZE bytes through it and mmpt-upstream -m xfer answers with
-# SIZE bytes, each side half-closing when done, as in t03. Checked per case:
+# SIZE bytes, each side half-closing when done, as in t03; cases 4 and 5 with
+# the checksums of the engine's segments computed in software and verified.
+# Checked per case:
 # the upstream saw the client's own address and port, sha256 both ways, and
 # the flow was spliced in the kernel (-v 2 log line for that client) with
 # packets translated (mmp_tc_counters).
@@ -157,6 +159,31 @@ remote_case() {
 remote_case "1 IPv4, both directions at once, each half-closing when done" 4 "--send $SIZE" "--send $SIZE"
 remote_case "2 IPv4, the client half-closes first, then the upstream sends" 4 "--send $SIZE --after-eof" "--send $SIZE"
 remote_case "3 IPv6, both directions at once, each half-closing when done" 6 "--send $SIZE" "--send $SIZE"
+
+# With veth-pl's tx checksumming off, the kernel computes the checksum of
+# every segment the engine sends out to the LB from the pseudo header sum the
+# program left in it (the upstream's segments on lo are CHECKSUM_PARTIAL), and
+# HAProxy's kernel verifies it: a wrong sum drops every segment and stalls
+# the transfer. With offload on, nothing on this path would check it.
+# csum_case NAME FAMILY
+csum_case() {
+	if ! command -v ethtool >/dev/null; then
+		case_begin "$1"
+		case_fail "ethtool is missing (install it: scripts/deps.sh)"
+		case_end
+		return
+	fi
+	if ! ns_exec "$TOPO_PROXY" ethtool -K veth-pl tx off >/dev/null 2>&1; then
+		case_begin "$1"
+		case_fail "ethtool -K veth-pl tx off failed"
+		case_end
+		return
+	fi
+	remote_case "$1" "$2" "--send $SIZE" "--send $SIZE"
+	ns_exec "$TOPO_PROXY" ethtool -K veth-pl tx on >/dev/null 2>&1
+}
+csum_case "4 IPv4, checksums computed from the program's pseudo header sums (veth tx checksumming off)" 4
+csum_case "5 IPv6, the same" 6
 
 case_lifecycle
 t_finish
