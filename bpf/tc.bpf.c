@@ -83,6 +83,9 @@ struct tcp_hdr_copy {
 	__u8 h[72];
 };
 
+#define IP_TAIL_LEN 32
+#define IP4_TAIL 10 /* IPv4 header bytes 10..19: checksum, saddr, daddr */
+
 /* Where things are in the packet, and stack copies of what may change. */
 struct pkt {
 	/* Lives in a per-CPU scratch map: variable offsets into the stack are refused. */
@@ -96,15 +99,16 @@ struct pkt {
 	struct mmp_tc_tuple tuple;
 	struct tcp_hdr_copy old;
 	/*
-	 * IPv4's checksum and addresses (header bytes 10..19) sit in the last
-	 * 10 bytes, right before new: commit() then writes them and the TCP
-	 * header with one store.
+	 * The IP header's end, right before new, so that commit() writes it
+	 * and the TCP header with one store: IPv4's checksum and addresses
+	 * (header bytes 10..19) in the last 10 bytes, IPv6's addresses (bytes
+	 * 8..39) in all 32.
 	 */
-	__u8 ip_tail[12];
+	__u8 ip_tail[IP_TAIL_LEN];
 	struct tcp_hdr_copy new;
 };
 
-_Static_assert(__builtin_offsetof(struct pkt, new) - __builtin_offsetof(struct pkt, ip_tail) == 12,
+_Static_assert(__builtin_offsetof(struct pkt, new) - __builtin_offsetof(struct pkt, ip_tail) == IP_TAIL_LEN,
 	       "ip_tail must end where new begins");
 _Static_assert(__builtin_offsetof(struct pkt, new) % 4 == 0, "new is read as 32-bit words");
 
@@ -304,7 +308,10 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		return bpf_skb_store_bytes(skb, off, buf, n, 0) ? -1 : 0
 #define CASE_STORE_V4(n)                                                          \
 	case n:                                                                   \
-		return bpf_skb_store_bytes(skb, off, buf, n + 10, 0) ? -1 : 0
+		return bpf_skb_store_bytes(skb, off, buf, n + IP4_TAIL, 0) ? -1 : 0
+#define CASE_STORE_V6(n)                                                          \
+	case n:                                                                   \
+		return bpf_skb_store_bytes(skb, off, buf, n + IP_TAIL_LEN, 0) ? -1 : 0
 
 static __always_inline int load_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
 {
@@ -333,6 +340,17 @@ static __always_inline int store_v4_len(struct __sk_buff *skb, __u32 off, void *
 	CASE_STORE_V4(20); CASE_STORE_V4(24); CASE_STORE_V4(28); CASE_STORE_V4(32); CASE_STORE_V4(36);
 	CASE_STORE_V4(40); CASE_STORE_V4(44); CASE_STORE_V4(48); CASE_STORE_V4(52); CASE_STORE_V4(56);
 	CASE_STORE_V4(60);
+	}
+	return -1;
+}
+
+/* And for IPv6 header bytes 8..39 (the addresses) followed by a TCP header: 32 more. */
+static __always_inline int store_v6_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 tcp_len)
+{
+	switch (tcp_len) {
+	CASE_STORE_V6(20); CASE_STORE_V6(24); CASE_STORE_V6(28); CASE_STORE_V6(32); CASE_STORE_V6(36);
+	CASE_STORE_V6(40); CASE_STORE_V6(44); CASE_STORE_V6(48); CASE_STORE_V6(52); CASE_STORE_V6(56);
+	CASE_STORE_V6(60);
 	}
 	return -1;
 }
@@ -468,10 +486,18 @@ static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const st
 		 */
 		__u16 check = mmp_csum_fold(csum_add32(adiff, (__u16)~p->ip_check));
 
-		__builtin_memcpy(&p->ip_tail[2], &check, 2);
-		__builtin_memcpy(&p->ip_tail[4], &ns[0], 4);
-		__builtin_memcpy(&p->ip_tail[8], &nd[0], 4);
-		if (store_v4_len(skb, p->l3_off + 10, &p->ip_tail[2], p->tcp_len))
+		__u8 *tail = &p->ip_tail[IP_TAIL_LEN - IP4_TAIL];
+
+		__builtin_memcpy(tail, &check, 2);
+		__builtin_memcpy(tail + 2, &ns[0], 4);
+		__builtin_memcpy(tail + 6, &nd[0], 4);
+		if (store_v4_len(skb, p->l3_off + 10, tail, p->tcp_len))
+			return -1;
+	} else if (p->family == 6 && p->l4_off == p->l3_off + 40) {
+		/* No hop-by-hop header: the addresses end where TCP starts too. */
+		__builtin_memcpy(p->ip_tail, out->saddr, 16);
+		__builtin_memcpy(p->ip_tail + 16, out->daddr, 16);
+		if (store_v6_len(skb, p->l3_off + 8, p->ip_tail, p->tcp_len))
 			return -1;
 	} else if (store_len(skb, p->l4_off, p->new.h, p->tcp_len)) {
 		return -1;
