@@ -566,8 +566,13 @@ static __always_inline int forward(struct __sk_buff *skb, struct pkt *p, struct 
 		goto fail;
 	if (full ? fwd_csum6_full(skb, v, ulen) : p->v6 && fwd_csum6(skb, p, v, &nu, hl))
 		goto fail;
-	__sync_fetch_and_add(&v->pkts, 1);
-	__sync_fetch_and_add(&v->bytes, p->plen - hl);
+	/*
+	 * Plain adds, as the tc engine's (docs/DESIGN.md §3b, "Plain counts"):
+	 * these per-flow counts are for display; the exact totals are the
+	 * per-CPU mmp_udp_kcnt ones.
+	 */
+	v->pkts += 1;
+	v->bytes += p->plen - hl;
 	v->last_ns = bpf_ktime_get_coarse_ns(); /* see mmp_udp.h: no clock read per datagram */
 	count(MMP_UDP_KCNT_FWD);
 	if (!v->redirect_ifindex)
@@ -652,8 +657,8 @@ static __always_inline int reply(struct __sk_buff *skb, struct pkt *p, struct mm
 	if (udp_csum_update(skb, p->l4 + 6, p->uh.check,
 			    bpf_csum_diff((__be32 *)&ph_old, sizeof(ph_old), (__be32 *)&ph_new, sizeof(ph_new), 0), dd))
 		goto fail;
-	__sync_fetch_and_add(&v->pkts, 1);
-	__sync_fetch_and_add(&v->bytes, p->plen);
+	v->pkts += 1; /* plain adds: see forward() */
+	v->bytes += p->plen;
 	v->last_ns = bpf_ktime_get_coarse_ns(); /* see mmp_udp.h: no clock read per datagram */
 	count(MMP_UDP_KCNT_REV);
 	if (!v->redirect_ifindex)
