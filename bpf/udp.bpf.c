@@ -107,8 +107,8 @@ static __always_inline void count(__u32 idx)
 struct pkt {
 	bool v6;
 	__u32 l4; /* offset of the UDP header */
-	struct iphdr ip; /* IPv4 */
 	struct ipv6hdr ip6; /* IPv6 */
+	struct iphdr ip; /* IPv4; right before uh, so that forward() stores both with one call */
 	struct udphdr uh;
 	__be32 saddr[4], daddr[4]; /* IPv6, or IPv4-mapped */
 	__u32 plen; /* UDP payload length */
@@ -201,11 +201,15 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	return 0;
 }
 
+_Static_assert(__builtin_offsetof(struct pkt, uh) == __builtin_offsetof(struct pkt, ip) + IP4_HLEN,
+	       "the IPv4 header must end where the UDP header begins");
+
 /*
  * Store the changed IPv4 header with a fresh checksum, summed here: five
- * words in a 64-bit sum, folded, cost less than a bpf_csum_diff call.
+ * words in a 64-bit sum, folded, cost less than a bpf_csum_diff call. len:
+ * IP4_HLEN, or IP4_HLEN + 8 to store p->uh with it.
  */
-static __always_inline int store_ip(struct __sk_buff *skb, struct iphdr *ip)
+static __always_inline int store_ip(struct __sk_buff *skb, struct iphdr *ip, __u32 len)
 {
 	const __u32 *w = (const __u32 *)ip;
 	__u64 sum = 0;
@@ -216,7 +220,15 @@ static __always_inline int store_ip(struct __sk_buff *skb, struct iphdr *ip)
 	sum = (sum & 0xFFFFFFFF) + (sum >> 32);
 	sum = (sum & 0xFFFFFFFF) + (sum >> 32);
 	ip->check = mmp_csum_fold(sum);
-	return bpf_skb_store_bytes(skb, L3, ip, sizeof(*ip), BPF_F_RECOMPUTE_CSUM);
+	return bpf_skb_store_bytes(skb, L3, ip, len, BPF_F_RECOMPUTE_CSUM);
+}
+
+/* The new addresses and the length of the UDP datagram into p's IPv4 header copy. */
+static __always_inline void set_ip4(struct pkt *p, __be32 saddr, __be32 daddr, __u16 ulen)
+{
+	p->ip.saddr = saddr;
+	p->ip.daddr = daddr;
+	p->ip.tot_len = bpf_htons(IP4_HLEN + ulen);
 }
 
 /* The new addresses and length (of the UDP datagram) into the IP header. */
@@ -224,10 +236,8 @@ static __always_inline int store_l3(struct __sk_buff *skb, struct pkt *p, const 
 				    __u16 ulen)
 {
 	if (!p->v6) {
-		p->ip.saddr = saddr[3];
-		p->ip.daddr = daddr[3];
-		p->ip.tot_len = bpf_htons(IP4_HLEN + ulen);
-		return store_ip(skb, &p->ip);
+		set_ip4(p, saddr[3], daddr[3], ulen);
+		return store_ip(skb, &p->ip, IP4_HLEN);
 	}
 	p->ip6.payload_len = bpf_htons(ulen);
 	__builtin_memcpy(&p->ip6.saddr, saddr, 16);
@@ -558,14 +568,29 @@ static __always_inline int forward(struct __sk_buff *skb, struct pkt *p, struct 
 	nu.dest = v->up_port;
 	nu.len = bpf_htons(ulen);
 	nu.check = p->v6 && !full ? p->uh.check : 0;
-	if (bpf_skb_store_bytes(skb, p->l4 + hl, &nu, sizeof(nu), BPF_F_RECOMPUTE_CSUM))
-		goto fail;
-	if (hl && bpf_skb_adjust_room(skb, -hl, BPF_ADJ_ROOM_NET, 0))
-		goto fail;
-	if (store_l3(skb, p, v->client_addr, v->up_addr, ulen))
-		goto fail;
-	if (full ? fwd_csum6_full(skb, v, ulen) : p->v6 && fwd_csum6(skb, p, v, &nu, hl))
-		goto fail;
+	if (!p->v6) {
+		/*
+		 * The room first: then the new UDP header lands right after the
+		 * IP header, and one store takes both. It replaces the same
+		 * bytes as storing the UDP header over the PROXY header's last 8
+		 * and then the IP header would.
+		 */
+		if (hl && bpf_skb_adjust_room(skb, -hl, BPF_ADJ_ROOM_NET, 0))
+			goto fail;
+		set_ip4(p, v->client_addr[3], v->up_addr[3], ulen);
+		p->uh = nu;
+		if (store_ip(skb, &p->ip, IP4_HLEN + sizeof(nu)))
+			goto fail;
+	} else {
+		if (bpf_skb_store_bytes(skb, p->l4 + hl, &nu, sizeof(nu), BPF_F_RECOMPUTE_CSUM))
+			goto fail;
+		if (hl && bpf_skb_adjust_room(skb, -hl, BPF_ADJ_ROOM_NET, 0))
+			goto fail;
+		if (store_l3(skb, p, v->client_addr, v->up_addr, ulen))
+			goto fail;
+		if (full ? fwd_csum6_full(skb, v, ulen) : fwd_csum6(skb, p, v, &nu, hl))
+			goto fail;
+	}
 	/*
 	 * Plain adds, as the tc engine's (docs/DESIGN.md §3b, "Plain counts"):
 	 * these per-flow counts are for display; the exact totals are the
