@@ -28,8 +28,8 @@
 #   - no stall: no receiver waited more than STALL_MS between two reads (the
 #     failure modes known from the prototypes are a 200 ms RTO after a lost
 #     segment and a 207 ms persist-timer stall after a missed window update);
-#   - no data segment dropped by PAWS (tc_paws_verdict: TcpExtPAWSEstab
-#     with TcpRetransSegs in the proxy namespace, where every socket of the
+#   - no data segment dropped by PAWS (tc_paws_verdict: TcpExtPAWSEstab with
+#     a fast retransmit or an RTO in the proxy namespace, where every socket of the
 #     case lives; retransmits, RTOs, loss probes and window probes are
 #     printed).
 # Timing on 2 shared cores: when the load average exceeds the core count,

@@ -180,7 +180,7 @@ loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 # TCP counters that show stalls and drops, for the whole of a namespace (every
 # socket of these tests lives in the proxy namespace or the client's).
-TC_NSTAT_KEYS="TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtPAWSEstab TcpExtTCPACKSkippedPAWS TcpExtTCPWinProbe TcpExtTCPZeroWindowDrop"
+TC_NSTAT_KEYS="TcpRetransSegs TcpExtTCPFastRetrans TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtPAWSEstab TcpExtTCPACKSkippedPAWS TcpExtTCPWinProbe TcpExtTCPZeroWindowDrop"
 
 # tc_nstat NS VAR: remember the counters of NS in the associative array VAR.
 tc_nstat() {
@@ -204,19 +204,23 @@ tc_nstat_delta() {
 	for k in $TC_NSTAT_KEYS; do
 		NSTAT_D[$k]=$((${__now[$k]:-0} - ${__b[$k]:-0}))
 	done
-	NSTAT_STR="retransmits ${NSTAT_D[TcpRetransSegs]}, RTOs ${NSTAT_D[TcpExtTCPTimeouts]}, loss probes ${NSTAT_D[TcpExtTCPLossProbes]}, PAWS drops ${NSTAT_D[TcpExtPAWSEstab]}, acks skipped by PAWS ${NSTAT_D[TcpExtTCPACKSkippedPAWS]}, window probes ${NSTAT_D[TcpExtTCPWinProbe]}, zero-window drops ${NSTAT_D[TcpExtTCPZeroWindowDrop]}"
+	NSTAT_STR="retransmits ${NSTAT_D[TcpRetransSegs]}, fast retransmits ${NSTAT_D[TcpExtTCPFastRetrans]}, RTOs ${NSTAT_D[TcpExtTCPTimeouts]}, loss probes ${NSTAT_D[TcpExtTCPLossProbes]}, PAWS drops ${NSTAT_D[TcpExtPAWSEstab]}, acks skipped by PAWS ${NSTAT_D[TcpExtTCPACKSkippedPAWS]}, window probes ${NSTAT_D[TcpExtTCPWinProbe]}, zero-window drops ${NSTAT_D[TcpExtTCPZeroWindowDrop]}"
 }
 
 # tc_paws_verdict: after tc_nstat_delta, a failure reason when PAWS dropped
-# segments that cost data, else empty. A data segment dropped for an old
-# TSval must be retransmitted (the bytes do arrive exact), so PAWS drops with
-# retransmits fail; without any, what PAWS dropped were stale pure ACKs: the
-# second window update of a switch, landing after that peer's own translated
-# segment (docs/DESIGN.md §3b, step 7), harmless and printed only.
+# segments that cost data, else empty. What PAWS drops harmlessly are stale
+# pure ACKs: the second window update of a switch, landing after that peer's
+# own translated segment (docs/DESIGN.md §3b, step 7), printed only. A data
+# segment dropped for an old TSval leaves a hole that a fast retransmit or
+# an RTO fills, so PAWS drops with either fail. All retransmits are not the
+# test: flows that never pause send tail loss probes every few hand-offs
+# whatever PAWS does (t20: 100-150 a run with no PAWS drop at all), and a
+# probe that happens to resend a dropped tail costs no stall.
 tc_paws_verdict() {
-	local paws=${NSTAT_D[TcpExtPAWSEstab]:-0} rtx=${NSTAT_D[TcpRetransSegs]:-0}
-	((paws > 0 && rtx > 0)) || return 0
-	echo "$paws segments dropped by PAWS and $rtx retransmitted (translated timestamps too old)"
+	local paws=${NSTAT_D[TcpExtPAWSEstab]:-0} fast=${NSTAT_D[TcpExtTCPFastRetrans]:-0}
+	local rtos=${NSTAT_D[TcpExtTCPTimeouts]:-0}
+	((paws > 0 && fast + rtos > 0)) || return 0
+	echo "$paws segments dropped by PAWS, with $fast fast retransmits and $rtos RTOs (translated timestamps too old)"
 }
 
 # tc_run_bidir NS OUT ARGS...: run mmpt-bidir ARGS in NS, output in OUT, and
