@@ -303,15 +303,10 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 #define CASE_LOAD(n)                                                              \
 	case n:                                                                   \
 		return bpf_skb_load_bytes(skb, off, buf, n) ? -1 : 0
+/* extra: a constant once inlined, the header bytes stored ahead of the TCP header. */
 #define CASE_STORE(n)                                                             \
 	case n:                                                                   \
-		return bpf_skb_store_bytes(skb, off, buf, n, 0) ? -1 : 0
-#define CASE_STORE_V4(n)                                                          \
-	case n:                                                                   \
-		return bpf_skb_store_bytes(skb, off, buf, n + IP4_TAIL, 0) ? -1 : 0
-#define CASE_STORE_V6(n)                                                          \
-	case n:                                                                   \
-		return bpf_skb_store_bytes(skb, off, buf, n + IP_TAIL_LEN, 0) ? -1 : 0
+		return bpf_skb_store_bytes(skb, off, buf, n + extra, 0) ? -1 : 0
 
 static __always_inline int load_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
 {
@@ -324,33 +319,15 @@ static __always_inline int load_len(struct __sk_buff *skb, __u32 off, void *buf,
 	return -1;
 }
 
-static __always_inline int store_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
+/*
+ * Store extra bytes of IP header (0; IPv4's bytes 10..19, IP4_TAIL; IPv6's
+ * addresses, IP_TAIL_LEN) followed by a TCP header of tcp_len bytes.
+ */
+static __always_inline int store_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 tcp_len, __u32 extra)
 {
-	switch (len) {
+	switch (tcp_len) {
 	CASE_STORE(20); CASE_STORE(24); CASE_STORE(28); CASE_STORE(32); CASE_STORE(36); CASE_STORE(40);
 	CASE_STORE(44); CASE_STORE(48); CASE_STORE(52); CASE_STORE(56); CASE_STORE(60);
-	}
-	return -1;
-}
-
-/* The same for IPv4 header bytes 10..19 followed by a TCP header: 10 more. */
-static __always_inline int store_v4_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 tcp_len)
-{
-	switch (tcp_len) {
-	CASE_STORE_V4(20); CASE_STORE_V4(24); CASE_STORE_V4(28); CASE_STORE_V4(32); CASE_STORE_V4(36);
-	CASE_STORE_V4(40); CASE_STORE_V4(44); CASE_STORE_V4(48); CASE_STORE_V4(52); CASE_STORE_V4(56);
-	CASE_STORE_V4(60);
-	}
-	return -1;
-}
-
-/* And for IPv6 header bytes 8..39 (the addresses) followed by a TCP header: 32 more. */
-static __always_inline int store_v6_len(struct __sk_buff *skb, __u32 off, void *buf, __u32 tcp_len)
-{
-	switch (tcp_len) {
-	CASE_STORE_V6(20); CASE_STORE_V6(24); CASE_STORE_V6(28); CASE_STORE_V6(32); CASE_STORE_V6(36);
-	CASE_STORE_V6(40); CASE_STORE_V6(44); CASE_STORE_V6(48); CASE_STORE_V6(52); CASE_STORE_V6(56);
-	CASE_STORE_V6(60);
 	}
 	return -1;
 }
@@ -491,15 +468,15 @@ static __always_inline int commit(struct __sk_buff *skb, struct pkt *p, const st
 		__builtin_memcpy(tail, &check, 2);
 		__builtin_memcpy(tail + 2, &ns[0], 4);
 		__builtin_memcpy(tail + 6, &nd[0], 4);
-		if (store_v4_len(skb, p->l3_off + 10, tail, p->tcp_len))
+		if (store_len(skb, p->l3_off + 10, tail, p->tcp_len, IP4_TAIL))
 			return -1;
 	} else if (p->family == 6 && p->l4_off == p->l3_off + 40) {
 		/* No hop-by-hop header: the addresses end where TCP starts too. */
 		__builtin_memcpy(p->ip_tail, out->saddr, 16);
 		__builtin_memcpy(p->ip_tail + 16, out->daddr, 16);
-		if (store_v6_len(skb, p->l3_off + 8, p->ip_tail, p->tcp_len))
+		if (store_len(skb, p->l3_off + 8, p->ip_tail, p->tcp_len, IP_TAIL_LEN))
 			return -1;
-	} else if (store_len(skb, p->l4_off, p->new.h, p->tcp_len)) {
+	} else if (store_len(skb, p->l4_off, p->new.h, p->tcp_len, 0)) {
 		return -1;
 	} else if (p->family == 4) {
 		/* saddr and daddr are adjacent at offset 12 of the IPv4 header. */
