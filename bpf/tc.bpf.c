@@ -790,16 +790,18 @@ int mmp_tc_ingress(struct __sk_buff *skb)
 }
 
 /*
- * Not attached: userspace runs it (BPF_PROG_TEST_RUN) at the switch to read a
- * frozen socket's ts_recent, the peer's last TSval its kernel accepted, from
- * which the TSval offsets are computed (struct mmp_tc_dir, tsval_delta).
+ * Not attached: userspace runs it (BPF_PROG_TEST_RUN) to read one of its
+ * sockets' TCP state in place, live during a hold (the ACKs it sends in the
+ * socket's name) and frozen at the switch (the translation, and the TSval
+ * offsets from ts_recent, the peer's last TSval its kernel accepted).
  */
 SEC("tc")
-int mmp_tc_ts_probe(struct __sk_buff *skb)
+int mmp_tc_sock_probe(struct __sk_buff *skb)
 {
-	struct mmp_tc_ts_query q;
+	struct mmp_tc_sock_query q;
 	struct bpf_sock_tuple t;
 	struct bpf_sock *sk;
+	struct tcp_sock *tp;
 
 	if (bpf_skb_load_bytes(skb, ETH_HLEN, &q, sizeof(q)))
 		return TC_ACT_SHOT;
@@ -818,17 +820,25 @@ int mmp_tc_ts_probe(struct __sk_buff *skb)
 		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
 	}
 	q.found = 0;
-	if (sk) {
-		if (sk->state == BPF_TCP_ESTABLISHED) {
-			struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-
-			if (tp) {
-				q.ts_recent = tp->rx_opt.ts_recent;
-				q.found = 1;
-			}
-		}
-		bpf_sk_release(sk);
+	if (!sk)
+		goto out;
+	/* A tuple no connection has falls back to the listener on its port: not ours. */
+	tp = sk->state != BPF_TCP_LISTEN ? bpf_skc_to_tcp_sock(sk) : NULL;
+	if (tp) {
+		q.ts_recent = tp->rx_opt.ts_recent;
+		q.rcv_nxt = tp->rcv_nxt;
+		q.snd_una = tp->snd_una;
+		q.snd_nxt = tp->snd_nxt;
+		q.write_seq = tp->write_seq;
+		q.snd_wl1 = tp->snd_wl1;
+		q.snd_wnd = tp->snd_wnd;
+		q.max_window = tp->max_window;
+		q.rcv_wnd = tp->rcv_wnd;
+		q.rcv_wup = tp->rcv_wup;
+		q.found = 1;
 	}
+	bpf_sk_release(sk);
+out:
 	bpf_skb_store_bytes(skb, ETH_HLEN, &q, sizeof(q), 0);
 	return TC_ACT_OK;
 }

@@ -141,14 +141,21 @@ static inline __u16 mmp_tc_service_port(const struct mmp_tc_tuple *t, __u32 role
 }
 
 /*
- * mmp_tc_ts_probe's input and output (BPF_PROG_TEST_RUN, after a 14-byte
- * Ethernet header): the established socket that receives tuple (src = its
- * peer) and the last TSval its kernel accepted from that peer.
+ * mmp_tc_sock_probe's input and output (BPF_PROG_TEST_RUN, after a 14-byte
+ * Ethernet header): the connected socket that receives tuple (src = its
+ * peer), read in place: its sequence state, windows and the last TSval its
+ * kernel accepted from that peer. No repair mode is needed to read it, and
+ * none is used: reading the send queue's seq in repair mode arms the kernel
+ * to mark data "sent" without sending it (docs/DESIGN.md §3b, "Reading a
+ * socket's state").
  */
-struct mmp_tc_ts_query {
+struct mmp_tc_sock_query {
 	struct mmp_tc_tuple tuple;
-	__u32 ts_recent;
 	__u32 found;
+	__u32 ts_recent;
+	__u32 rcv_nxt, snd_una, snd_nxt, write_seq;
+	/* As TCP_REPAIR_WINDOW returns them. */
+	__u32 snd_wl1, snd_wnd, max_window, rcv_wnd, rcv_wup;
 };
 
 /* The TC programs' counters (mmp_tc_counters): enum, names and descriptions in one list. */

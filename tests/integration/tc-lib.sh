@@ -180,7 +180,7 @@ loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 # TCP counters that show stalls and drops, for the whole of a namespace (every
 # socket of these tests lives in the proxy namespace or the client's).
-TC_NSTAT_KEYS="TcpRetransSegs TcpExtTCPFastRetrans TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtPAWSEstab TcpExtTCPACKSkippedPAWS TcpExtTCPWinProbe TcpExtTCPZeroWindowDrop"
+TC_NSTAT_KEYS="TcpRetransSegs TcpExtTCPFastRetrans TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtPAWSEstab TcpExtPAWSOldAck TcpExtTCPACKSkippedPAWS TcpExtTCPWinProbe TcpExtTCPZeroWindowDrop"
 
 # tc_nstat NS VAR: remember the counters of NS in the associative array VAR.
 tc_nstat() {
@@ -204,7 +204,7 @@ tc_nstat_delta() {
 	for k in $TC_NSTAT_KEYS; do
 		NSTAT_D[$k]=$((${__now[$k]:-0} - ${__b[$k]:-0}))
 	done
-	NSTAT_STR="retransmits ${NSTAT_D[TcpRetransSegs]}, fast retransmits ${NSTAT_D[TcpExtTCPFastRetrans]}, RTOs ${NSTAT_D[TcpExtTCPTimeouts]}, loss probes ${NSTAT_D[TcpExtTCPLossProbes]}, PAWS drops ${NSTAT_D[TcpExtPAWSEstab]}, acks skipped by PAWS ${NSTAT_D[TcpExtTCPACKSkippedPAWS]}, window probes ${NSTAT_D[TcpExtTCPWinProbe]}, zero-window drops ${NSTAT_D[TcpExtTCPZeroWindowDrop]}"
+	NSTAT_STR="retransmits ${NSTAT_D[TcpRetransSegs]}, fast retransmits ${NSTAT_D[TcpExtTCPFastRetrans]}, RTOs ${NSTAT_D[TcpExtTCPTimeouts]}, loss probes ${NSTAT_D[TcpExtTCPLossProbes]}, PAWS drops ${NSTAT_D[TcpExtPAWSEstab]}, old acks dropped by PAWS ${NSTAT_D[TcpExtPAWSOldAck]}, acks skipped by PAWS ${NSTAT_D[TcpExtTCPACKSkippedPAWS]}, window probes ${NSTAT_D[TcpExtTCPWinProbe]}, zero-window drops ${NSTAT_D[TcpExtTCPZeroWindowDrop]}"
 }
 
 # tc_paws_verdict: after tc_nstat_delta, a failure reason when PAWS dropped

@@ -1808,12 +1808,13 @@ static void test_fixture_builder(void **state)
 	assert_int_equal(tcp_residual(b, &lo), 0xffff);
 }
 
-/* mmp_tc_ts_probe's query for the socket that receives src -> dst (its peer's last accepted TSval). */
-static int ts_probe(struct tc_bpf *skel, const struct sockaddr_in *src, const struct sockaddr_in *dst, uint32_t *ts)
+/* mmp_tc_sock_probe's reading of the socket that receives src -> dst: 0, or -ENOENT when it found none. */
+static int sock_probe(struct tc_bpf *skel, const struct sockaddr_in *src, const struct sockaddr_in *dst,
+		      struct mmp_tc_sock_query *q)
 {
 	struct __attribute__((packed)) {
 		uint8_t eth[14];
-		struct mmp_tc_ts_query q;
+		struct mmp_tc_sock_query q;
 	} in = { 0 }, out = { 0 };
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &in, .data_size_in = sizeof(in), .data_out = &out,
 		    .data_size_out = sizeof(out), .repeat = 1);
@@ -1823,8 +1824,8 @@ static int ts_probe(struct tc_bpf *skel, const struct sockaddr_in *src, const st
 	in.q.tuple.dport = dst->sin_port;
 	memcpy(in.q.tuple.saddr, &src->sin_addr, 4);
 	memcpy(in.q.tuple.daddr, &dst->sin_addr, 4);
-	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.mmp_tc_ts_probe), &opts), 0);
-	*ts = out.q.ts_recent;
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.mmp_tc_sock_probe), &opts), 0);
+	*q = out.q;
 	return out.q.found ? 0 : -ENOENT;
 }
 
@@ -1837,18 +1838,34 @@ static uint32_t tcp_timestamp(int fd)
 	return v;
 }
 
+/* TCP_QUEUE_SEQ of one queue, read in repair mode (what the probe replaced, as the reference). */
+static uint32_t queue_seq(int fd, int queue)
+{
+	uint32_t v = 0;
+	socklen_t len = sizeof(v);
+
+	assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &queue, sizeof(queue)), 0);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &v, &len), 0);
+	return v;
+}
+
 /*
- * The TSval offsets come from each frozen socket's ts_recent (user/tc_engine.c,
- * mmp_tc_read_ts_recent): over a loopback connection, the probe must return the
- * last TSval the receiver accepted, between the sender's clock before and
- * after its last segment; and nothing for a tuple no socket has.
+ * The hand-off reads its sockets with mmp_tc_sock_probe (engine/tc/tc_frozen.c,
+ * mmp_tc_read_sock), live and frozen. Over a loopback connection the probe
+ * must return: the last TSval the receiver accepted, between the sender's
+ * clock before and after its last segment; the same sequence numbers and
+ * windows as the kernel's repair interface (TCP_QUEUE_SEQ, TCP_REPAIR_WINDOW);
+ * snd_nxt and snd_una that follow data sent; and nothing for a tuple no
+ * connection has (which falls back to the listener).
  */
-static void test_ts_probe(void **state)
+static void test_sock_probe(void **state)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, b, c;
 	socklen_t len = sizeof(a);
-	int l, x, y, one = 1;
-	uint32_t t0, t1, ts;
+	int l, x, y, one = 1, on = 1, off = TCP_REPAIR_OFF_NO_WP;
+	struct mmp_tc_sock_query q, q2;
+	struct tcp_repair_window w;
+	uint32_t t0, t1;
 	char buf[4];
 
 	(void)state;
@@ -1865,6 +1882,7 @@ static void test_ts_probe(void **state)
 	y = accept(l, NULL, NULL);
 	assert_true(y >= 0);
 	setsockopt(x, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(y, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	len = sizeof(b);
 	assert_int_equal(getsockname(x, (struct sockaddr *)&b, &len), 0); /* x's side: b -> a */
 	usleep(20000);
@@ -1872,13 +1890,40 @@ static void test_ts_probe(void **state)
 	assert_int_equal(write(x, "ping", 4), 4);
 	assert_int_equal(read(y, buf, 4), 4);
 	t1 = tcp_timestamp(x);
-	assert_int_equal(ts_probe(cur_skel, &b, &a, &ts), 0); /* y receives b -> a */
+	assert_int_equal(sock_probe(cur_skel, &b, &a, &q), 0); /* y receives b -> a */
 	/* One tick of slack: the segment's TSval and getsockopt's clock may round a millisecond apart. */
-	if ((int32_t)(ts - t0) < -1 || (int32_t)(t1 - ts) < -1)
-		fail_msg("ts_recent %u is not x's TSval of the last segment (x's clock %u before, %u after)", ts, t0, t1);
+	if ((int32_t)(q.ts_recent - t0) < -1 || (int32_t)(t1 - q.ts_recent) < -1)
+		fail_msg("ts_recent %u is not x's TSval of the last segment (x's clock %u before, %u after)", q.ts_recent,
+			 t0, t1);
+
+	/* Quiet: what the repair interface says, field for field. */
+	assert_int_equal(setsockopt(y, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)), 0);
+	len = sizeof(w);
+	assert_int_equal(getsockopt(y, IPPROTO_TCP, TCP_REPAIR_WINDOW, &w, &len), 0);
+	assert_int_equal(q.rcv_nxt, queue_seq(y, TCP_RECV_QUEUE));
+	assert_int_equal(q.write_seq, queue_seq(y, TCP_SEND_QUEUE));
+	assert_int_equal(setsockopt(y, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)), 0);
+	assert_int_equal(q.snd_wl1, w.snd_wl1);
+	assert_int_equal(q.snd_wnd, w.snd_wnd);
+	assert_int_equal(q.max_window, w.max_window);
+	assert_int_equal(q.rcv_wnd, w.rcv_wnd);
+	assert_int_equal(q.rcv_wup, w.rcv_wup);
+	assert_int_equal(q.snd_una, q.write_seq);
+	assert_int_equal(q.snd_nxt, q.write_seq);
+
+	/* y sends 4 bytes and x reads them: all three of y's send-side numbers move by 4. */
+	assert_int_equal(write(y, "pong", 4), 4);
+	assert_int_equal(read(x, buf, 4), 4);
+	usleep(20000); /* x's ACK */
+	assert_int_equal(sock_probe(cur_skel, &b, &a, &q2), 0);
+	assert_int_equal(q2.write_seq - q.write_seq, 4);
+	assert_int_equal(q2.snd_nxt - q.snd_nxt, 4);
+	assert_int_equal(q2.snd_una - q.snd_una, 4);
+	assert_int_equal(q2.rcv_nxt, q.rcv_nxt);
+
 	c = b;
 	c.sin_port = htons(ntohs(b.sin_port) ^ 0x4000);
-	assert_int_equal(ts_probe(cur_skel, &c, &a, &ts), -ENOENT);
+	assert_int_equal(sock_probe(cur_skel, &c, &a, &q), -ENOENT);
 	close(x);
 	close(y);
 	close(l);
@@ -1902,7 +1947,7 @@ int main(void)
 		tests[i + 1].teardown_func = teardown_skel;
 		tests[i + 1].initial_state = (void *)&cases[i];
 	}
-	tests[n + 1] = (struct CMUnitTest)cmocka_unit_test_teardown(test_ts_probe, teardown_skel);
+	tests[n + 1] = (struct CMUnitTest)cmocka_unit_test_teardown(test_sock_probe, teardown_skel);
 	int rc = _cmocka_run_group_tests("tc_rewrite", tests, n + 2, NULL, NULL);
 
 	free(tests);

@@ -27,51 +27,43 @@ int mmp_tc_set_repair(int fd, int on)
 	return setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)) ? -errno : 0;
 }
 
-int mmp_tc_read_frozen(int fd, struct mmp_tc_frozen *f)
-{
-	int q = TCP_RECV_QUEUE;
-	socklen_t len = sizeof(uint32_t);
-
-	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
-	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->rcv_nxt, &len))
-		return -errno;
-	q = TCP_SEND_QUEUE;
-	len = sizeof(uint32_t);
-	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
-	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &f->write_seq, &len))
-		return -errno;
-	len = sizeof(uint32_t);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &f->tsval, &len))
-		return -errno;
-	len = sizeof(f->win);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_REPAIR_WINDOW, &f->win, &len))
-		return -errno;
-	return mmp_tcp_info(fd, &f->ti);
-}
-
 /*
- * The peer's last TSval the socket receiving `incoming` accepted, read by
- * mmp_tc_ts_probe: the TSval offsets come from the frozen sockets' state,
- * never from a packet (docs/DESIGN.md §3c).
+ * In place, never with TCP_REPAIR_QUEUE: while a socket in repair mode has its
+ * send queue selected, any ACK that lets it send (or a loss probe) makes the
+ * kernel mark the next segments sent without putting them on the wire. The
+ * peer never sees them, and only an RTO brings them back (t20: 0-4 RTOs a
+ * case, each on a proxy socket peeked during a hold; docs/DESIGN.md §3b,
+ * "Reading a socket's state").
  */
-int mmp_tc_read_ts_recent(struct mmp_tc *tc, const struct mmp_tc_tuple *incoming, uint32_t *ts)
+int mmp_tc_read_sock(struct mmp_tc *tc, int fd, const struct mmp_tc_tuple *incoming, struct mmp_tc_frozen *f)
 {
 	struct __attribute__((packed)) {
 		uint8_t eth[14];
-		struct mmp_tc_ts_query q;
+		struct mmp_tc_sock_query q;
 	} in = { 0 }, out = { 0 };
 	DECLARE_LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &in, .data_size_in = sizeof(in), .data_out = &out,
 			    .data_size_out = sizeof(out), .repeat = 1);
+	socklen_t len = sizeof(f->tsval);
 	int err;
 
+	err = mmp_tcp_info(fd, &f->ti);
+	if (err || f->ti.tcpi_state != TCP_STATE_ESTABLISHED)
+		return err; /* a FIN or RST came: the caller looks no further */
 	in.q.tuple = *incoming;
-	err = bpf_prog_test_run_opts(bpf_program__fd(tc->skel->progs.mmp_tc_ts_probe), &opts);
+	err = bpf_prog_test_run_opts(bpf_program__fd(tc->skel->progs.mmp_tc_sock_probe), &opts);
 	if (err)
 		return err;
 	if (!out.q.found)
 		return -ENOENT;
-	*ts = out.q.ts_recent;
-	return 0;
+	f->rcv_nxt = out.q.rcv_nxt;
+	f->snd_una = out.q.snd_una;
+	f->snd_nxt = out.q.snd_nxt;
+	f->write_seq = out.q.write_seq;
+	f->ts_recent = out.q.ts_recent;
+	f->win = (struct tcp_repair_window){ .snd_wl1 = out.q.snd_wl1, .snd_wnd = out.q.snd_wnd,
+					     .max_window = out.q.max_window, .rcv_wnd = out.q.rcv_wnd,
+					     .rcv_wup = out.q.rcv_wup };
+	return getsockopt(fd, IPPROTO_TCP, TCP_TIMESTAMP, &f->tsval, &len) ? -errno : 0;
 }
 
 uint8_t mmp_tc_wscale(const struct tcp_info *ti, bool snd)
@@ -79,17 +71,4 @@ uint8_t mmp_tc_wscale(const struct tcp_info *ti, bool snd)
 	if (!(ti->tcpi_options & TCPI_OPT_WSCALE))
 		return 0;
 	return snd ? ti->tcpi_snd_wscale : ti->tcpi_rcv_wscale;
-}
-
-int mmp_tc_peek_ack_state(int fd, struct mmp_tc_frozen *f)
-{
-	int off = TCP_REPAIR_OFF_NO_WP, err;
-
-	err = mmp_tc_set_repair(fd, 1);
-	if (err)
-		return err;
-	err = mmp_tc_read_frozen(fd, f);
-	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)) && !err)
-		err = -errno;
-	return err;
 }

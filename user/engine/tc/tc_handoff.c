@@ -359,13 +359,15 @@ static void describe_queues(struct mmp_conn *c, const char *what, char *buf, siz
 static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, struct mmp_tc_frozen *f2, char *why,
 				  size_t len, bool *late_data)
 {
+	struct mmp_tc *tc = tc_of(c);
 	int err;
 
 	*late_data = false;
 
 	if ((err = mmp_tc_set_repair(c->client.fd, 1)) || (err = mmp_tc_set_repair(c->upstream.fd, 1)))
 		snprintf(why, len, "TCP_REPAIR failed: %s", strerror(-err));
-	else if ((err = mmp_tc_read_frozen(c->client.fd, f1)) || (err = mmp_tc_read_frozen(c->upstream.fd, f2)))
+	else if ((err = mmp_tc_read_sock(tc, c->client.fd, &T(c)->tuples[MMP_TC_ROLE_UP], f1)) ||
+		 (err = mmp_tc_read_sock(tc, c->upstream.fd, &T(c)->tuples[MMP_TC_ROLE_DOWN], f2)))
 		snprintf(why, len, "reading the frozen sockets' state failed: %s", strerror(-err));
 	else if (f1->ti.tcpi_state != TCP_STATE_ESTABLISHED || f2->ti.tcpi_state != TCP_STATE_ESTABLISHED)
 		snprintf(why, len, "a FIN or RST arrived while freezing (TCP state: load balancer's %u, upstream's %u)",
@@ -389,7 +391,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	struct mmp_tc_frozen f1, f2;
 	char a[MMP_ADDRSTRLEN], why[192];
 	uint64_t took_us;
-	bool ts, late_data;
+	bool late_data;
 
 	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
 	set_ifaces(tc, c, &flow);
@@ -412,15 +414,6 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		/* A segment that landed late is no reason to keep a live flow off the kernel path. */
 		if (late_data)
 			retry_later(loop, c);
-		return;
-	}
-	ts = f1.ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
-	f1.ts_recent = f2.ts_recent = 0;
-	if (ts && (mmp_tc_read_ts_recent(tc, &ft.t[MMP_TC_ROLE_UP], &f1.ts_recent) ||
-		   mmp_tc_read_ts_recent(tc, &ft.t[MMP_TC_ROLE_DOWN], &f2.ts_recent))) {
-		mmp_tc_set_repair(c->client.fd, 0);
-		mmp_tc_set_repair(c->upstream.fd, 0);
-		mmp_tc_abort(loop, c, "reading the peers' last timestamps failed");
 		return;
 	}
 	build_flow(&flow, &ft, &f1, &f2);

@@ -82,13 +82,14 @@ static void ack_as_socket(struct mmp_tc *tc, const struct mmp_tc_tuple *to, cons
  * own; a peer that saw window 0 would wait in persist mode, its probes
  * backing off from 200 ms (docs/DESIGN.md §3c, "staged HOLD").
  *
- * The seq is the socket's snd_nxt (write_seq less what is not sent yet): a
- * peer whose receive window is full accepts a pure ACK only at rcv_nxt.
+ * The seq is the socket's snd_nxt: a peer whose receive window is full
+ * accepts a pure ACK only at rcv_nxt.
  */
 void mmp_tc_announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, bool to_upstream, bool zero)
 {
 	const struct mmp_tc_tuple *to[2] = { &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN1],
 					     &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN2] };
+	const struct mmp_tc_tuple *from[2] = { &T(c)->tuples[MMP_TC_ROLE_UP], &T(c)->tuples[MMP_TC_ROLE_DOWN] };
 	int fds[2] = { c->client.fd, c->upstream.fd };
 	bool want[2] = { to_lb, to_upstream };
 
@@ -98,11 +99,11 @@ void mmp_tc_announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, b
 
 		if (!want[i])
 			continue;
-		if (mmp_tc_peek_ack_state(fds[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED)
+		if (mmp_tc_read_sock(tc, fds[i], from[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED)
 			continue; /* the flow will find out at FREEZE, or is ending anyway */
 		if (!zero) /* what is left of the window the socket last advertised, in its scale */
 			window = (f.win.rcv_wup + f.win.rcv_wnd - f.rcv_nxt) >> mmp_tc_wscale(&f.ti, false);
-		ack_as_socket(tc, to[i], &f, f.write_seq - f.ti.tcpi_notsent_bytes, window);
+		ack_as_socket(tc, to[i], &f, f.snd_nxt, window);
 	}
 }
 
@@ -120,21 +121,21 @@ void mmp_tc_ask_for_acks(struct mmp_tc *tc, struct mmp_conn *c)
 {
 	const struct mmp_tc_tuple *to[2] = { &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN1],
 					     &T(c)->tuples[MMP_TC_ROLE_HOLD_CONN2] };
+	const struct mmp_tc_tuple *from[2] = { &T(c)->tuples[MMP_TC_ROLE_UP], &T(c)->tuples[MMP_TC_ROLE_DOWN] };
 	int fds[2] = { c->client.fd, c->upstream.fd };
 
 	for (int i = 0; i < 2; i++) {
 		bool held = T(c)->both_held || T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1 + i;
 		struct mmp_tc_frozen f;
-		int unacked;
 
 		if (!held || (T(c)->acks_asked & (1u << i)))
 			continue;
-		unacked = mmp_tc_queue_bytes(fds[i], SIOCOUTQ);
-		if (unacked <= 0)
+		if (mmp_tc_queue_bytes(fds[i], SIOCOUTQ) <= 0)
 			continue;
-		if (mmp_tc_peek_ack_state(fds[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED || f.ti.tcpi_notsent_bytes)
-			continue; /* not all sent yet: the ACK of what is in flight comes without asking */
+		if (mmp_tc_read_sock(tc, fds[i], from[i], &f) || f.ti.tcpi_state != TCP_STATE_ESTABLISHED ||
+		    f.snd_una == f.write_seq || f.snd_nxt != f.write_seq)
+			continue; /* all acked since, or not all sent yet: the ACK of what is in flight comes without asking */
 		T(c)->acks_asked |= 1u << i;
-		ack_as_socket(tc, to[i], &f, f.write_seq - (uint32_t)unacked - 1, 0);
+		ack_as_socket(tc, to[i], &f, f.snd_una - 1, 0);
 	}
 }
