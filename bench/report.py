@@ -262,7 +262,7 @@ def plot(rows, order_s, order_c, meta, png):
                 f.write('"%s" %s\n' % (label, " ".join(vals)))
         title = ("mmproxy-bpf benchmark: throughput relative to no proxy, median of %s rounds; "
                  "under each scenario its no-proxy throughput; no bar: skipped or failed (see the "
-                 "table)\\n%s, kernel %s, %s CPUs, %s: %s" % (
+                 "table)\\n%s, kernel %s, %s CPUs, %s\\n%s" % (
                      meta.get("rounds", "?"), meta.get("host", "?"), meta.get("kernel", "?"),
                      meta.get("cpus", "?"), meta.get("date", "?"), meta.get("command", "")))
         gp = os.path.join(tmp, "plot.gp")
