@@ -168,6 +168,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	T(c)->deadline_ms = mmp_now_ms() + (T(c)->both_held ? HOLD_BOTH_TIMEOUT_MS : HOLD_TIMEOUT_MS);
 	T(c)->hold_end_ms = mmp_now_ms() + HOLD_MAX_MS;
 	T(c)->pending_best = UINT64_MAX;
+	T(c)->free_acked = 0;
 	/*
 	 * A staged hold must stop the first peer now: a stream keeps the proxy's
 	 * segments toward it rare, and until one carries window 0 it goes on
@@ -236,17 +237,46 @@ static bool direction_quiet(struct mmp_conn *c, const struct mmp_drain *d, bool 
  * queued (a stream fills every buffer on the way: megabytes that the peers
  * take at their own pace), up to HOLD_MAX_MS in all.
  */
-static void note_progress(struct mmp_conn *c, uint64_t pending)
+static void extend_deadline(struct mmp_conn *c)
 {
 	uint64_t now = mmp_now_ms(), stall = T(c)->attempts == 1 ? HOLD_BOTH_TIMEOUT_MS : HOLD_TIMEOUT_MS;
 
-	if (pending >= T(c)->pending_best)
-		return;
-	T(c)->pending_best = pending;
 	if (now + stall > T(c)->deadline_ms)
 		T(c)->deadline_ms = now + stall;
 	if (T(c)->deadline_ms > T(c)->hold_end_ms)
 		T(c)->deadline_ms = T(c)->hold_end_ms;
+}
+
+static void note_progress(struct mmp_conn *c, uint64_t pending)
+{
+	if (pending >= T(c)->pending_best)
+		return;
+	T(c)->pending_best = pending;
+	extend_deadline(c);
+}
+
+/*
+ * The first stage of a staged hold also progresses while the peer that is not
+ * held takes data. Behind an echo upstream the held direction's last bytes
+ * wait for the echo to write, so they move only as fast as the load balancer
+ * reads the other direction: with every buffer full (stream50: megabytes
+ * queued toward the load balancer) that took longer than the stall time while
+ * nothing was wrong, and the attempt was given up (docs/benchmarks.md,
+ * "stream50").
+ */
+static void note_free_direction(struct mmp_conn *c, bool lb_held)
+{
+	struct tcp_info ti;
+	/* Held load balancer: the upstream's bytes go on to it, acknowledged on conn1; held upstream: on conn2. */
+	int fd = lb_held ? c->client.fd : c->upstream.fd;
+
+	if (mmp_tcp_info(fd, &ti))
+		return;
+	if (ti.tcpi_bytes_acked > T(c)->free_acked) {
+		if (T(c)->free_acked)
+			extend_deadline(c);
+		T(c)->free_acked = ti.tcpi_bytes_acked;
+	}
 }
 
 /* Nothing queued anywhere: both sockets' receive and send queues, and what the flow's engine buffers. */
@@ -481,6 +511,7 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 	if (!direction_quiet(c, d, lb_first)) {
 		T(c)->quiet = 0;
 		note_progress(c, direction_pending(c, d, lb_first));
+		note_free_direction(c, lb_first);
 		return false;
 	}
 	if (++T(c)->quiet < 2) {

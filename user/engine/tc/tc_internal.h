@@ -103,6 +103,12 @@ struct mmp_tc_conn {
 	uint8_t quiet; /* consecutive quiet checks */
 	uint8_t acks_asked; /* bit 0: the LB, bit 1: the upstream was sent an ACK probe in this attempt */
 	uint64_t pending_best; /* the fewest bytes queued this stage: a stage gives up when it stops shrinking */
+	/*
+	 * First stage of a staged hold: bytes the peer that is not held has
+	 * acknowledged (tcpi_bytes_acked). While it takes data the held
+	 * direction is still draining behind it (docs/DESIGN.md §3b).
+	 */
+	uint64_t free_acked;
 	uint64_t hold_end_ms; /* an attempt never holds longer than HOLD_MAX_MS */
 	uint8_t attempts; /* hand-offs tried */
 	uint64_t flow; /* flow id: conn1's socket cookie */
