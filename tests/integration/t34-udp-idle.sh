@@ -125,6 +125,10 @@ print("no flow for port 25001")
 case_end
 
 case_begin "mmproxy-bpf stats lists the UDP counters and flows"
+# Fresh datagrams first: with -c 2 the flow of the case above may have closed
+# while that case read the map (on a slow host, CI on 2026-12-04).
+udp_send "$TOPO_CLIENT" -c "$PROXY4" --format first --client 203.0.113.42:25001 -n 2 --size 100 --echo --timeout 3 ||
+	case_fail "sender: $(udp_result)"
 out=$("$MMP_BIN" stats --pin-dir "$MMP_PINDIR" 2>&1)
 if grep -q 'udp flows' <<<"$out"; then
 	grep -q '203\.0\.113\.42:25001' <<<"$out" || case_fail "the flow of 203.0.113.42:25001 is not listed"

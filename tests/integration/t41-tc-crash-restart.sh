@@ -179,7 +179,10 @@ unspoofed_case() {
 	cleanup_push "ns_exec '$TOPO_PROXY' sysctl -qw net.ipv4.ip_local_port_range='$range'"
 	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_local_port_range="45000 45000" net.ipv4.conf.lo.route_localnet=1 \
 		net.ipv4.conf.lo.accept_local=1
-	if ! up_start -m xfer --send "$SIZE"; then
+	# The upstream answers after the client's EOF: sent at once, its SIZE bytes
+	# and FIN could all go through splice before A's hand-off (a FIN aborts a
+	# hand-off for good), which a slow host made happen (CI on 2026-12-04).
+	if ! up_start -m xfer --send "$SIZE" --after-eof; then
 		case_fail "upstream did not start"
 		case_end
 		return
