@@ -73,16 +73,15 @@ case_begin "a tiny RLIMIT_NOFILE: connections past it are refused cleanly, fds b
 # Under tc/auto an idle flow is handed to the kernel at once and its two fds
 # close within milliseconds, so on a slow host the clients never overlap
 # enough to reach the limit (CI on 2026-12-04: "never reached"): this case is
-# about accept's EMFILE path, so its flows stay on splice, holding their fds.
-saved_delay=${MMP_TC_HANDOFF_DELAY-}
-export MMP_TC_HANDOFF_DELAY=60000
+# about accept's EMFILE path, so its flows stay on splice, holding their fds
+# (--tc-handoff-delay, for this case's starts only).
 # The start-up need, measured: a normal start's census.
-start_with env || case_fail "start: $MMP_START_ERR"
+MMP_TC_HANDOFF_DELAY=60000 start_with env || case_fail "start: $MMP_START_ERR"
 need=$(mmp_fds)
 mmp_stop
 limit=""
 for extra in 8 16 32 64; do
-	if start_with prlimit --nofile=$((need + extra)):$((need + extra)) --; then
+	if MMP_TC_HANDOFF_DELAY=60000 start_with prlimit --nofile=$((need + extra)):$((need + extra)) --; then
 		limit=$((need + extra))
 		break
 	fi
@@ -108,7 +107,6 @@ else
 fi
 mmp_stop
 case_end
-if [[ -n $saved_delay ]]; then MMP_TC_HANDOFF_DELAY=$saved_delay; else unset MMP_TC_HANDOFF_DELAY; fi
 
 # fault_case NAME VAR MATCH: start under the shim with VAR=2, arm, 10 echoes,
 # disarm; the failures are closed cleanly with one MATCH line each.
