@@ -147,6 +147,21 @@ static void idle_append(struct udp_flow_table *t, struct udp_flow *f)
 	t->idle_tail = f;
 }
 
+/* Link f after `after`, or at the head when after is NULL. */
+static void idle_insert_after(struct udp_flow_table *t, struct udp_flow *after, struct udp_flow *f)
+{
+	f->idle_prev = after;
+	f->idle_next = after ? after->idle_next : t->idle_head;
+	if (f->idle_next)
+		f->idle_next->idle_prev = f;
+	else
+		t->idle_tail = f;
+	if (after)
+		after->idle_next = f;
+	else
+		t->idle_head = f;
+}
+
 int udp_ft_add(struct udp_flow_table *t, struct udp_flow *f)
 {
 	if (t->count >= t->nbuckets && grow(t))
@@ -213,15 +228,40 @@ void udp_ft_touch_at(struct udp_flow_table *t, struct udp_flow *f, uint64_t ts_n
 	f->last_ns = ts_ns;
 	for (after = t->idle_tail; after && after->last_ns > ts_ns; after = after->idle_prev)
 		;
-	/* Insert f after `after` (at the head when NULL). */
-	f->idle_prev = after;
-	f->idle_next = after ? after->idle_next : t->idle_head;
-	if (f->idle_next)
-		f->idle_next->idle_prev = f;
-	else
-		t->idle_tail = f;
-	if (after)
-		after->idle_next = f;
-	else
-		t->idle_head = f;
+	idle_insert_after(t, after, f);
+}
+
+static int touch_cmp_newest_first(const void *a, const void *b)
+{
+	uint64_t x = ((const struct udp_ft_touch *)a)->ts_ns, y = ((const struct udp_ft_touch *)b)->ts_ns;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void udp_ft_touch_batch(struct udp_flow_table *t, struct udp_ft_touch *v, size_t k)
+{
+	struct udp_flow *after;
+	size_t n = 0;
+
+	/* Take the moving flows out; the rest of the list stays in order. */
+	for (size_t i = 0; i < k; i++) {
+		if (v[i].ts_ns <= v[i].f->last_ns)
+			continue;
+		idle_unlink(t, v[i].f);
+		v[i].f->last_ns = v[i].ts_ns;
+		v[n++] = v[i];
+	}
+	qsort(v, n, sizeof(*v), touch_cmp_newest_first);
+	/*
+	 * Merge them back, newest first, from the newest end: the walk only ever
+	 * moves towards the head, so the whole merge visits each flow once.
+	 */
+	after = t->idle_tail;
+	for (size_t i = 0; i < n; i++) {
+		struct udp_flow *f = v[i].f;
+
+		while (after && after->last_ns > f->last_ns)
+			after = after->idle_prev;
+		idle_insert_after(t, after, f);
+	}
 }

@@ -95,6 +95,19 @@ void udp_ft_touch(struct udp_flow_table *t, struct udp_flow *f, uint64_t now_ns)
  */
 void udp_ft_touch_at(struct udp_flow_table *t, struct udp_flow *f, uint64_t ts_ns);
 
+/* One flow's activity as the kernel saw it: an element of a touch batch. */
+struct udp_ft_touch {
+	struct udp_flow *f;
+	uint64_t ts_ns;
+};
+
+/*
+ * udp_ft_touch_at for many flows at once (each at most once in v): O(n + k
+ * log k) for a table of n flows, where k calls to udp_ft_touch_at would cost
+ * O(n k), since the kernel's timestamps arrive in no order. v is reordered.
+ */
+void udp_ft_touch_batch(struct udp_flow_table *t, struct udp_ft_touch *v, size_t k);
+
 /* The least recently active flow, or NULL. */
 static inline struct udp_flow *udp_ft_oldest(const struct udp_flow_table *t)
 {

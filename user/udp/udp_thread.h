@@ -124,6 +124,9 @@ struct udp_worker {
 	uint64_t last_sync_ns; /* flows active after this go to mmp_udp_flows at the next tick */
 
 	struct udp_flow_table ft;
+	/* The tick's fast flows with newer kernel activity, reordered in one batch (udp_ft_touch_batch). */
+	struct udp_ft_touch *touch;
+	size_t touch_cap;
 
 	/* Forward path: load balancer -> upstream. */
 	struct udp_rx rx;
