@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # t21-client-policy: TCP headers naming clients that no real client can be
-# (user/client_policy.c). A load balancer that is not on loopback (mmpt-client
+# (user/policy/client_policy.c). A load balancer that is not on loopback (mmpt-client
 # in the client namespace, 198.51.100.2) sends hand-made v1 and v2 headers
 # naming 127.0.0.1:22, ::1, ::ffff:127.0.0.1, 0.0.0.0, 224.0.0.1,
 # 255.255.255.255, port 0; a load balancer on loopback names the upstream's
-# own ip:port. Each must be closed, reach no upstream, log one line naming
+# own ip:port, and a remote one the proxy host's own address (rule
+# host-address, which a loopback LB may name). Each must be closed, reach no upstream, log one line naming
 # the rule, and be counted (totals: refused client). A loopback load balancer
 # may still name 127.0.0.1, and a remote one a real client.
 # Then a flood of 40 such headers in about a second: at most 5 lines a second
@@ -80,6 +81,15 @@ for v in 1 2; do
 		--pp$v "127.0.0.1:$UP_PORT" "$DST4"
 	refused "v$v the upstream's own [::1]:$UP_PORT from a loopback LB" "$TOPO_PROXY" "$LOCAL" upstream-address \
 		--pp$v "[::1]:$UP_PORT" "$DST6"
+	next_port p
+	refused "v$v the proxy host's own $TOPO_PROXY_IP4:$p from a remote LB" "$TOPO_CLIENT" "$REMOTE" host-address \
+		--pp$v "$TOPO_PROXY_IP4:$p" "$DST4"
+	next_port p
+	refused "v$v the proxy host's own [$TOPO_PROXY_IP6]:$p from a remote LB" "$TOPO_CLIENT" "$REMOTE" host-address \
+		--pp$v "[$TOPO_PROXY_IP6]:$p" "$DST6"
+	next_port p
+	served "v$v a loopback LB may name the host's own $TOPO_PROXY_IP4:$p" "$TOPO_PROXY" "$LOCAL" "$TOPO_PROXY_IP4" "$p" \
+		--pp$v "$TOPO_PROXY_IP4:$p" "$DST4"
 	next_port p
 	served "v$v a loopback LB may name 127.0.0.1:$p" "$TOPO_PROXY" "$LOCAL" 127.0.0.1 "$p" --pp$v "127.0.0.1:$p" "$DST4"
 	next_port p

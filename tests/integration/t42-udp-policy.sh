@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # t42-udp-policy: what a UDP header may name and move.
-#   - the client policy (user/client_policy.c), PROXY v2 and SPP: a load
+#   - the client policy (user/policy/client_policy.c), PROXY v2 and SPP: a load
 #     balancer that is not on loopback naming 127.0.0.1:22, ::1,
-#     ::ffff:127.0.0.1, 0.0.0.0, 224.0.0.1, 255.255.255.255 or port 0, and a
-#     loopback one naming the upstream's own ip:port: dropped, counted
+#     ::ffff:127.0.0.1, 0.0.0.0, 224.0.0.1, 255.255.255.255, port 0 or the
+#     proxy host's own address, and a loopback one naming the upstream's own
+#     ip:port: dropped, counted
 #     (drop_client_policy or drop_bad_client), no upstream sees them; a
 #     loopback load balancer may still name 127.0.0.1;
-#   - moves (user/udp_flow_policy.c): without -a, a header from another
+#   - moves (user/udp/udp_flow_policy.c): without -a, a header from another
 #     load-balancer address naming an existing client is dropped
 #     (drop_move_refused) and its replies stay where they were, in the same
 #     thread or across the two listener threads; a new port of the same
@@ -53,10 +54,14 @@ for fmt in v2 spp; do
 	refused "203.0.113.5:0" "$TOPO_CLIENT" "$PROXY4" $fmt 203.0.113.5:0
 	refused "the upstream's own 127.0.0.1:$UP_PORT from a loopback LB" "$TOPO_PROXY" "127.0.0.1:$PROXY_PORT" $fmt \
 		"127.0.0.1:$UP_PORT"
+	refused "the proxy host's own $TOPO_PROXY_IP4:31500 from a remote LB" "$TOPO_CLIENT" "$PROXY4" $fmt \
+		"$TOPO_PROXY_IP4:31500"
 done
 case_begin "the drops are logged naming the rule"
 n=$(grep -c 'rule loopback' "$MMP_LOG") u=$(grep -c 'rule upstream-address' "$MMP_LOG")
-((n == 6 && u == 2)) || case_fail "$n lines name rule loopback (want 6), $u rule upstream-address (want 2)"
+h=$(grep -c 'rule host-address' "$MMP_LOG")
+((n == 6 && u == 2 && h == 2)) ||
+	case_fail "$n lines name rule loopback (want 6), $u rule upstream-address (want 2), $h rule host-address (want 2)"
 case_end
 
 case_begin "a loopback LB may name 127.0.0.1"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cmocka tests for the client address policy (user/client_policy.c): one
- * table of client, load balancer and upstream, and the rule each breaks.
+ * cmocka tests for the client address policy (user/policy/client_policy.c, user/policy/local_addrs.c): one
+ * table of client, load balancer and upstream, and the rule each breaks,
+ * against a fixed set of this host's addresses (HOST_ADDRS below).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include "policy/client_policy.h"
 #include "lib/sockaddr.h"
 
@@ -76,7 +78,24 @@ static const struct policy_case cases[] = {
 	{ "127.0.0.1:444", "127.0.0.1:1", UP4, MMP_CLIENT_OK },
 	{ "127.0.0.1:443", "127.0.0.1:1", NULL, MMP_CLIENT_OK },
 	{ "127.0.0.1:443", REMOTE_LB, UP4, MMP_CLIENT_LOOPBACK }, /* loopback is named first */
+	/* This host's own addresses (HOST_ADDRS): refused from a load balancer elsewhere... */
+	{ "192.0.2.50:5555", REMOTE_LB, UP4, MMP_CLIENT_HOST_ADDRESS },
+	{ "[::ffff:192.0.2.50]:5555", REMOTE_LB, UP4, MMP_CLIENT_HOST_ADDRESS },
+	{ "[2001:db8::50]:5555", REMOTE_LB, UP6, MMP_CLIENT_HOST_ADDRESS },
+	{ "192.0.2.50:5555", NULL, UP4, MMP_CLIENT_HOST_ADDRESS },
+	{ "192.0.2.50:5555", "[2001:db8::1]:1", UP4, MMP_CLIENT_HOST_ADDRESS },
+	/* ... allowed from one on this host, on loopback or another of its addresses ... */
+	{ "192.0.2.50:5555", "127.0.0.1:40000", UP4, MMP_CLIENT_OK },
+	{ "192.0.2.50:5555", "10.0.0.9:40000", UP4, MMP_CLIENT_OK },
+	{ "192.0.2.50:5555", "[::ffff:10.0.0.9]:40000", UP4, MMP_CLIENT_OK },
+	{ "[2001:db8::50]:5555", "[2001:db8::50]:40000", UP6, MMP_CLIENT_OK },
+	/* ... and their neighbours are real clients. */
+	{ "192.0.2.51:5555", REMOTE_LB, UP4, MMP_CLIENT_OK },
+	{ "[2001:db8::51]:5555", REMOTE_LB, UP6, MMP_CLIENT_OK },
 };
+
+/* This host's addresses, as the cases above see them. */
+static const char *const HOST_ADDRS[] = { "192.0.2.50", "10.0.0.9", "2001:db8::50", "127.0.0.1", "::1" };
 
 static struct sockaddr_storage addr(const char *s)
 {
@@ -89,8 +108,28 @@ static struct sockaddr_storage addr(const char *s)
 	return ss;
 }
 
+static void host_addrs(struct mmp_local_addrs *local)
+{
+	struct in6_addr v[sizeof(HOST_ADDRS) / sizeof(HOST_ADDRS[0])];
+
+	memset(local, 0, sizeof(*local));
+	for (size_t i = 0; i < sizeof(HOST_ADDRS) / sizeof(HOST_ADDRS[0]); i++) {
+		memset(&v[i], 0, sizeof(v[i]));
+		if (strchr(HOST_ADDRS[i], ':')) {
+			assert_int_equal(inet_pton(AF_INET6, HOST_ADDRS[i], &v[i]), 1);
+		} else {
+			v[i].s6_addr[10] = v[i].s6_addr[11] = 0xff;
+			assert_int_equal(inet_pton(AF_INET, HOST_ADDRS[i], &v[i].s6_addr[12]), 1);
+		}
+	}
+	assert_int_equal(mmp_local_addrs_set(local, v, sizeof(v) / sizeof(v[0])), 0);
+}
+
 static void test_table(void **state)
 {
+	struct mmp_local_addrs local;
+
+	host_addrs(&local);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct policy_case *t = &cases[i];
 		struct sockaddr_storage c = addr(t->client), l, u;
@@ -101,21 +140,34 @@ static void test_table(void **state)
 		if (t->upstream)
 			u = addr(t->upstream);
 		got = mmp_client_check((struct sockaddr *)&c, t->lb ? (struct sockaddr *)&l : NULL,
-				       t->upstream ? (struct sockaddr *)&u : NULL);
+				       t->upstream ? (struct sockaddr *)&u : NULL, &local);
 		if (got != t->want)
 			fail_msg("case %zu: client %s via %s to %s: got %s, want %s", i, t->client,
 				 t->lb ? t->lb : "-", t->upstream ? t->upstream : "-", mmp_client_rule(got),
 				 mmp_client_rule(t->want));
 	}
+	mmp_local_addrs_free(&local);
+}
+
+/* The real snapshot holds loopback's address (every namespace has lo) and not a documentation address. */
+static void test_snapshot(void **state)
+{
+	const struct mmp_local_addrs *s = mmp_local_addrs_current();
+	struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+	struct in6_addr doc = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 203, [14] = 113, [15] = 7 } };
+
+	assert_true(mmp_local_addrs_has(s, &lo4));
+	assert_false(mmp_local_addrs_has(s, &doc));
+	assert_ptr_equal(mmp_local_addrs_current(), s); /* the same thread's snapshot, not taken again */
 }
 
 static void test_family(void **state)
 {
 	struct sockaddr_storage c = { .ss_family = AF_UNIX };
 
-	assert_int_equal(mmp_client_check((struct sockaddr *)&c, NULL, NULL), MMP_CLIENT_FAMILY);
+	assert_int_equal(mmp_client_check((struct sockaddr *)&c, NULL, NULL, NULL), MMP_CLIENT_FAMILY);
 	c.ss_family = AF_UNSPEC;
-	assert_int_equal(mmp_client_check((struct sockaddr *)&c, NULL, NULL), MMP_CLIENT_FAMILY);
+	assert_int_equal(mmp_client_check((struct sockaddr *)&c, NULL, NULL, NULL), MMP_CLIENT_FAMILY);
 }
 
 /* Every verdict has a rule name and a reason; out-of-range values do not crash. */
@@ -135,6 +187,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_family),
 		cmocka_unit_test(test_names),
 	};

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include "policy/client_policy.h"
 
 /* An address in one form: IPv4 (v4 set) or IPv6, IPv4-mapped IPv6 turned into IPv4. */
@@ -46,6 +47,24 @@ static bool is_loopback(const struct plain_addr *p)
 	return p->family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&p->v6);
 }
 
+/* p (IPv4 or IPv6) is one of local's addresses. */
+static bool is_host_address(const struct plain_addr *p, const struct mmp_local_addrs *local)
+{
+	struct in6_addr a = { 0 };
+
+	if (p->family == AF_INET) {
+		uint32_t v4 = htonl(p->v4);
+
+		a.s6_addr[10] = a.s6_addr[11] = 0xff;
+		memcpy(&a.s6_addr[12], &v4, 4);
+	} else if (p->family == AF_INET6) {
+		a = p->v6;
+	} else {
+		return false;
+	}
+	return mmp_local_addrs_has(local, &a);
+}
+
 static bool same_endpoint(const struct plain_addr *a, const struct plain_addr *b)
 {
 	if (a->family != b->family || a->port != b->port)
@@ -56,9 +75,9 @@ static bool same_endpoint(const struct plain_addr *a, const struct plain_addr *b
 }
 
 enum mmp_client_verdict mmp_client_check(const struct sockaddr *client, const struct sockaddr *lb,
-					 const struct sockaddr *upstream)
+					 const struct sockaddr *upstream, const struct mmp_local_addrs *local)
 {
-	struct plain_addr c = plain(client);
+	struct plain_addr c = plain(client), l = lb ? plain(lb) : (struct plain_addr){ 0 };
 
 	if (!c.family)
 		return MMP_CLIENT_FAMILY;
@@ -81,12 +100,15 @@ enum mmp_client_verdict mmp_client_check(const struct sockaddr *client, const st
 	 * A load balancer on this host may proxy local clients; one elsewhere
 	 * cannot have a client on our loopback: the header is forged.
 	 */
-	if (is_loopback(&c)) {
-		struct plain_addr l = lb ? plain(lb) : (struct plain_addr){ 0 };
-
-		if (!is_loopback(&l))
-			return MMP_CLIENT_LOOPBACK;
-	}
+	if (is_loopback(&c) && !is_loopback(&l))
+		return MMP_CLIENT_LOOPBACK;
+	/*
+	 * The same for the host's other addresses: a load balancer on this host
+	 * may proxy a client that connected from one of them; from elsewhere,
+	 * the header would make the upstream see the host itself.
+	 */
+	if (local && is_host_address(&c, local) && !is_loopback(&l) && !is_host_address(&l, local))
+		return MMP_CLIENT_HOST_ADDRESS;
 	if (upstream) {
 		struct plain_addr u = plain(upstream);
 
@@ -106,6 +128,7 @@ static const char *const rules[MMP_CLIENT_VERDICT_MAX] = {
 	[MMP_CLIENT_MULTICAST] = "multicast",
 	[MMP_CLIENT_LOOPBACK] = "loopback",
 	[MMP_CLIENT_UPSTREAM] = "upstream-address",
+	[MMP_CLIENT_HOST_ADDRESS] = "host-address",
 };
 
 static const char *const whys[MMP_CLIENT_VERDICT_MAX] = {
@@ -117,6 +140,7 @@ static const char *const whys[MMP_CLIENT_VERDICT_MAX] = {
 	[MMP_CLIENT_MULTICAST] = "client address is multicast",
 	[MMP_CLIENT_LOOPBACK] = "client address is loopback but the load balancer is not on loopback",
 	[MMP_CLIENT_UPSTREAM] = "client address is the upstream's own ip:port",
+	[MMP_CLIENT_HOST_ADDRESS] = "client address is one of this host's own but the load balancer is not on this host",
 };
 
 const char *mmp_client_rule(enum mmp_client_verdict v)

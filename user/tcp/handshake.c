@@ -124,7 +124,8 @@ static bool client_refused(struct mmp_worker *w, struct mmp_conn *c)
 
 	if (!c->src_addr.ss_family)
 		return false; /* unspoofed: nothing is bound to a header's address */
-	v = mmp_client_check((const void *)&c->src_addr, (const void *)&c->lb_addr, (const void *)c->target);
+	v = mmp_client_check((const void *)&c->src_addr, (const void *)&c->lb_addr, (const void *)c->target,
+			     mmp_local_addrs_current());
 	if (v == MMP_CLIENT_OK)
 		return false;
 	mmp_count(w->loop.counters, MMP_TCP_CNT_refused_client, 1);

@@ -21,7 +21,7 @@ bool udp_client_refused(struct udp_worker *w, const struct udp_dgram_info *info,
 
 	/* The upstream this flow would reach: with -4/-6 ranges, the one mapped from our port (docs/DESIGN.md §8). */
 	mmp_port_range_upstream(w->cfg, client->sa_family == AF_INET6 ? AF_INET6 : AF_INET, ntohs(local_port), &target);
-	v = mmp_client_check(client, (const struct sockaddr *)lb_sa, (const void *)&target);
+	v = mmp_client_check(client, (const struct sockaddr *)lb_sa, (const void *)&target, mmp_local_addrs_current());
 
 	if (v == MMP_CLIENT_OK)
 		return false;
