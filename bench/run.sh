@@ -344,6 +344,8 @@ start_proxy() {
 			cmd=("$bin" run -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up"
 				--listeners 2 --engine "${inner#*/}" --pin-dir "$PIN_DIR" --detach -v 0)
 			[[ $proto == udp ]] && cmd+=(-p udp)
+			# Builds since issue 26 refuse UDP without -a unless told so; older ones lack the flag.
+			[[ $proto == udp ]] && "$bin" run --help 2>&1 | grep -q -- --udp-any-source && cmd+=(--udp-any-source)
 			;;
 		go-mmproxy | go-mmproxy-head)
 			local go=$GO_MMPROXY

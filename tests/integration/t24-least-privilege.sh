@@ -162,7 +162,7 @@ MMP_LOG="$T_TMP/mmproxy-$MMP_STARTS.log"
 cleanup_push "rm -rf '$UPIN'"
 # Started by hand: the helpers wait for a TCP listener; here the log line says set-up is done.
 proc_start MMP_PID "$MMP_LOG" "$TOPO_PROXY" "$MMP_BIN" run -p udp -l "127.0.0.1:$PROXY_PORT" -4 "127.0.0.1:$UP_PORT" \
-	-6 "[::1]:$UP_PORT" -v 1 --pin-dir "$UPIN" --engine "$MMP_ENGINE" --listeners 2
+	-6 "[::1]:$UP_PORT" -v 1 --pin-dir "$UPIN" --engine "$MMP_ENGINE" --listeners 2 --udp-any-source
 if ! wait_grep "$MMP_LOG" 'set-up done' 10; then
 	case_fail "no 'set-up done' line: $(grep -v libbpf "$MMP_LOG" | tail -n 3 | tr '\n' ' ')"
 elif ! kept_mask "$MMP_LOG"; then

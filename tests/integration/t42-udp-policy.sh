@@ -11,7 +11,8 @@
 #     load-balancer address naming an existing client is dropped
 #     (drop_move_refused) and its replies stay where they were, in the same
 #     thread or across the two listener threads; a new port of the same
-#     address still moves them; with -a listing both addresses, they move.
+#     address still moves them; with -a listing both addresses, they move;
+#   - without -a, UDP starts only with --udp-any-source.
 source "$(dirname "$0")/udp-lib.sh"
 udp_setup t42-udp-policy
 
@@ -121,6 +122,22 @@ ev=$(($(udp_counter flows_evicted) - ev0))
 case_note "$mv moved within a thread, $ev across"
 case_end
 mmp_stop
+
+# Issue 26 (7): without -a a spoofed datagram opens flows and has replies reflected anywhere.
+case_begin "no -a and no --udp-any-source: refuses to start, naming both fixes, leaving nothing"
+pin="/sys/fs/bpf/mmproxy-bpf-test-$$-noa"
+out=$(ns_exec "$TOPO_PROXY" timeout 10 "$MMP_BIN" run -p udp -l "127.0.0.1:$PROXY_PORT" -4 "127.0.0.1:$UP_PORT" \
+	--pin-dir "$pin" --engine "$MMP_ENGINE" 2>&1)
+rc=$?
+((rc != 0 && rc != 124)) || case_fail "exit status $rc, expected a refusal"
+(($(wc -l <<<"$out") == 1)) || case_fail "expected one line, got: $out"
+grep -q -- '-a FILE' <<<"$out" && grep -q -- '--udp-any-source' <<<"$out" ||
+	case_fail "the line does not name -a and --udp-any-source: $out"
+[[ -e $pin ]] && case_fail "it left its pin directory $pin"
+[[ -n $(tc -n "$TOPO_PROXY" filter show dev lo ingress 2>/dev/null) ]] && case_fail "it left a filter on lo"
+ss -N "$TOPO_PROXY" -uln | grep -q ":$PROXY_PORT " && case_fail "something still listens on udp $PROXY_PORT"
+case_note "$out"
+case_end
 
 case_lifecycle
 t_finish

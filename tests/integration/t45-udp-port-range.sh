@@ -40,7 +40,7 @@ range_start() {
 	MMP_LOG="$T_TMP/mmproxy-$MMP_STARTS.log"
 	cleanup_push "rm -rf '$MMP_PINDIR'"
 	proc_start MMP_PID "$MMP_LOG" "$TOPO_PROXY" env "${envs[@]}" "$MMP_BIN" run -p udp -v "$MMP_VERBOSITY" \
-		--pin-dir "$MMP_PINDIR" --engine "$MMP_ENGINE" "$@"
+		--pin-dir "$MMP_PINDIR" --engine "$MMP_ENGINE" --udp-any-source "$@"
 	if ! wait_grep "$MMP_LOG" 'listening on' 15; then
 		MMP_START_ERR="proxy did not start: $(grep -v libbpf "$MMP_LOG" | tail -n 3 | tr '\n' ' ')"
 		proc_stop "$MMP_PID" 2

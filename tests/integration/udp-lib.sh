@@ -105,7 +105,8 @@ udp_mmp_start() {
 			-v "$verbosity" --pin-dir "$MMP_PINDIR" --engine "$MMP_ENGINE")
 		[[ -n $mode ]] && MMP_CMD+=(--udp-header "$mode")
 		[[ -n $close ]] && MMP_CMD+=(-c "$close")
-		[[ -n $allow ]] && MMP_CMD+=(-a "$allow")
+		# Without -a, UDP must be told it may accept every source (docs/DESIGN.md §7b).
+		if [[ -n $allow ]]; then MMP_CMD+=(-a "$allow"); else MMP_CMD+=(--udp-any-source); fi
 		[[ -n $listeners ]] && MMP_CMD+=(--listeners "$listeners")
 		[[ -n $mark ]] && MMP_CMD+=(-m "$mark")
 		[[ -n $metrics ]] && MMP_CMD+=(--metrics "$metrics")

@@ -39,6 +39,7 @@ enum long_only_opts {
 	OPT_JSON,
 	OPT_WATCH,
 	OPT_MAX_PORTS,
+	OPT_UDP_ANY_SOURCE,
 	OPT_HELP,
 };
 
@@ -73,7 +74,11 @@ static const struct opt_desc {
 	{ "max-ports", OPT_MAX_PORTS, "N", RUN | CHECK,
 	  "the most ports -l LO-HI may serve (default 4096, at most 65535)" },
 	{ "allowed-subnets", 'a', "FILE", RUN,
-	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning)" },
+	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning; UDP "
+	  "refuses to start without it unless given --udp-any-source)" },
+	{ "udp-any-source", OPT_UDP_ANY_SOURCE, NULL, RUN,
+	  "UDP without -a: accept headers from every source (a spoofed datagram then opens flows and has "
+	  "replies sent anywhere; list your load balancers with -a instead)" },
 	{ "close-after", 'c', "SEC", RUN, "UDP idle flow timeout (default 60)" },
 	{ "protocol", 'p', "tcp|udp", RUN | CHECK | PINS, "(default tcp)" },
 	{ "udp-header", OPT_UDP_HEADER, "auto|every|first|spp", RUN,
@@ -477,6 +482,9 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 		case OPT_DETACH:
 			cfg->detach = true;
 			break;
+		case OPT_UDP_ANY_SOURCE:
+			cfg->udp_any_source = true;
+			break;
 		case OPT_ALL:
 			cfg->all = true;
 			break;
@@ -552,6 +560,18 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "mmproxy-bpf: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return -EINVAL;
+	}
+	/*
+	 * A datagram's source is not proven as a TCP peer's is: without -a any
+	 * host may spoof a load balancer, open flows up to the fd limit and have
+	 * replies reflected to a victim. Safe by default; opt out explicitly
+	 * (docs/DESIGN.md §7b).
+	 */
+	if (cfg->command == MMP_CMD_RUN && cfg->protocol == IPPROTO_UDP && !cfg->allowed_path && !cfg->udp_any_source) {
+		fprintf(stderr, "mmproxy-bpf: -p udp without -a accepts spoofed datagrams from any source, which opens "
+				"flows for anyone and reflects replies to any address: list your load balancers with "
+				"-a FILE, or pass --udp-any-source to accept every source\n");
 		return -EINVAL;
 	}
 	if (cfg->command == MMP_CMD_RUN || cfg->command == MMP_CMD_CHECK) {

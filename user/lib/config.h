@@ -78,6 +78,7 @@ struct mmp_config {
 	int n_xdp_ifaces;
 	enum mmp_xdp_mode xdp_mode;
 	bool detach; /* on exit, remove filters and pins even if spliced flows remain */
+	bool udp_any_source; /* --udp-any-source: UDP without -a is allowed (docs/DESIGN.md §7b) */
 	bool metrics; /* --metrics given */
 	struct sockaddr_storage metrics_addr; /* --metrics ADDR:PORT */
 	bool stats_json; /* stats --json */
