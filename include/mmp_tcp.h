@@ -30,7 +30,8 @@
 	X(tc_short, "tc short", "flows that ended on splice before their tc hand-off began")                 \
 	X(refused_pending, "refused pending", "connections refused: --max-pending connections were pending")          \
 	X(refused_pending_source, "refused pending source",                                                     \
-	  "connections refused: their load balancer had --max-pending-per-source pending")
+	  "connections refused: their load balancer had --max-pending-per-source pending")                          \
+	X(closed_idle, "closed idle", "connections closed: no data either way for --idle-timeout")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(name, label, desc) __u64 name;

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -38,6 +40,59 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.close_after_s, 60);
 	assert_int_equal(cfg.tc_handoff_delay_ms, 20);
 	assert_null(cfg.allowed_path);
+	assert_int_equal(cfg.idle_timeout_s, 7200);
+	assert_int_equal(cfg.keepalive_idle_s, 60);
+	assert_int_equal(cfg.keepalive_intvl_s, 10);
+	assert_int_equal(cfg.keepalive_cnt, 6);
+}
+
+/* Issue 26 (7): UDP needs -a or an explicit --udp-any-source; TCP and check do not. */
+static void test_udp_needs_allow_list(void **state)
+{
+	char *bare[] = { "mmproxy-bpf", "run", "-p", "udp", NULL };
+	char *with_a[] = { "mmproxy-bpf", "run", "-p", "udp", "-a", "/etc/lbs.txt", NULL };
+	char *any[] = { "mmproxy-bpf", "-p", "udp", "--udp-any-source", NULL };
+	char *check[] = { "mmproxy-bpf", "check", "-p", "udp", NULL };
+	char *tcp[] = { "mmproxy-bpf", "run", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(bare), bare, &cfg), -EINVAL);
+	assert_int_equal(mmp_config_parse(ARGC(with_a), with_a, &cfg), 0);
+	assert_int_equal(mmp_config_parse(ARGC(any), any, &cfg), 0);
+	assert_true(cfg.udp_any_source);
+	assert_int_equal(mmp_config_parse(ARGC(check), check, &cfg), 0);
+	assert_int_equal(mmp_config_parse(ARGC(tcp), tcp, &cfg), 0);
+}
+
+/* Issue 26 (8): --keepalive IDLE or IDLE,INTVL,CNT, 0 for off; --idle-timeout 0 for never. */
+static void test_keepalive_and_idle(void **state)
+{
+	char ka_full[] = "30,5,3", ka_idle[] = "90", ka_off[] = "0";
+	char *full[] = { "mmproxy-bpf", "--keepalive", ka_full, "--idle-timeout", "0", NULL };
+	char *idle[] = { "mmproxy-bpf", "--keepalive", ka_idle, NULL };
+	char *off[] = { "mmproxy-bpf", "--keepalive", ka_off, NULL };
+	const char *bad[] = { "x", "5,", "5,1", "5,0,3", "5,1,0", "5,1,128", "32768", "-1", "5,1,3,4", "" };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(full), full, &cfg), 0);
+	assert_int_equal(cfg.keepalive_idle_s, 30);
+	assert_int_equal(cfg.keepalive_intvl_s, 5);
+	assert_int_equal(cfg.keepalive_cnt, 3);
+	assert_int_equal(cfg.idle_timeout_s, 0);
+	assert_int_equal(mmp_config_parse(ARGC(idle), idle, &cfg), 0);
+	assert_int_equal(cfg.keepalive_idle_s, 90);
+	assert_int_equal(cfg.keepalive_intvl_s, 10); /* the defaults stay */
+	assert_int_equal(cfg.keepalive_cnt, 6);
+	assert_int_equal(mmp_config_parse(ARGC(off), off, &cfg), 0);
+	assert_int_equal(cfg.keepalive_idle_s, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char val[32];
+		char *argv[] = { "mmproxy-bpf", "--keepalive", val, NULL };
+
+		snprintf(val, sizeof(val), "%s", bad[i]);
+		if (mmp_config_parse(ARGC(argv), argv, &cfg) == 0)
+			fail_msg("--keepalive '%s' was accepted", bad[i]);
+	}
 }
 
 /* A go-mmproxy unit file's ExecStart line must parse unchanged. */
@@ -101,7 +156,7 @@ static void test_subcommands(void **state)
 static void test_pin_dir_per_instance(void **state)
 {
 	char *run[] = { "mmproxy-bpf", "-l", "0.0.0.0:8443", NULL };
-	char *udp6[] = { "mmproxy-bpf", "run", "-p", "udp", "-l", "[::]:53", NULL };
+	char *udp6[] = { "mmproxy-bpf", "run", "-p", "udp", "-l", "[::]:53", "--udp-any-source", NULL };
 	char *given[] = { "mmproxy-bpf", "-l", "0.0.0.0:9", "--pin-dir", "/sys/fs/bpf/mine", NULL };
 	char *stats[] = { "mmproxy-bpf", "stats", NULL };
 	char *stats_l[] = { "mmproxy-bpf", "stats", "-l", "127.0.0.1:7000", NULL };
@@ -209,6 +264,8 @@ int main(void)
 		cmocka_unit_test(test_tc_identity),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_xdp_options),
+		cmocka_unit_test(test_udp_needs_allow_list),
+		cmocka_unit_test(test_keepalive_and_idle),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

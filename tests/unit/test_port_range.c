@@ -73,7 +73,8 @@ static void test_config_ranges(void **state)
 {
 	char *one_to_one[] = { "mmproxy-bpf", "-l", "127.0.0.1:7000-7999", "-4", "127.0.0.1:9000-9999",
 			       "-6", "[::1]:9000-9999", NULL };
-	char *all_to_one[] = { "mmproxy-bpf", "run", "-p", "udp", "-l", "[::]:7000-7009", "-4", "127.0.0.1:53", NULL };
+	char *all_to_one[] = { "mmproxy-bpf", "run", "-p", "udp", "-l", "[::]:7000-7009", "-4", "127.0.0.1:53",
+			       "-a", "/etc/lbs.txt", NULL };
 	char *single[] = { "mmproxy-bpf", "-l", "0.0.0.0:8443", NULL };
 	struct sockaddr_storage up;
 	struct mmp_config cfg;

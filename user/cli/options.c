@@ -40,6 +40,8 @@ enum long_only_opts {
 	OPT_WATCH,
 	OPT_MAX_PORTS,
 	OPT_UDP_ANY_SOURCE,
+	OPT_IDLE_TIMEOUT,
+	OPT_KEEPALIVE,
 	OPT_HELP,
 };
 
@@ -107,6 +109,12 @@ static const struct opt_desc {
 	  "splice)" },
 	{ "tc-idle-timeout", OPT_TC_IDLE, "SEC", RUN,
 	  "tc: forget a spliced flow after SEC without any packet (keepalives count; default 7200, 0 = never)" },
+	{ "idle-timeout", OPT_IDLE_TIMEOUT, "SEC", RUN,
+	  "TCP: close a flow held in userspace (splice, sockmap) after SEC without data either way (default "
+	  "7200, 0 = never; tc flows: --tc-idle-timeout)" },
+	{ "keepalive", OPT_KEEPALIVE, "IDLE[,INTVL,CNT]", RUN,
+	  "TCP keepalive on both sockets of a flow held in userspace: probe after IDLE s of silence, every "
+	  "INTVL s, CNT times, then close (default 60,10,6; 0 = off)" },
 	{ "tc-handoff-delay", OPT_TC_HANDOFF_DELAY, "MS", RUN,
 	  "tc: a new flow runs on splice for MS before its hand-off to the kernel, so short connections skip "
 	  "its cost (default 20, 0 = at once)" },
@@ -343,7 +351,39 @@ static void set_defaults(struct mmp_config *cfg)
 	cfg->max_pending_per_source = 4096;
 	cfg->udp_max_flows_per_lb = 65536;
 	cfg->tc_idle_timeout_s = 7200;
+	cfg->idle_timeout_s = 7200;
+	cfg->keepalive_idle_s = 60;
+	cfg->keepalive_intvl_s = 10;
+	cfg->keepalive_cnt = 6;
 	cfg->tc_handoff_delay_ms = 20;
+}
+
+/* --keepalive IDLE[,INTVL,CNT], the kernel's limits (TCP_KEEPIDLE etc.); "0" turns it off. Returns 0 or -EINVAL. */
+static int parse_keepalive(const char *arg, struct mmp_config *cfg)
+{
+	long idle, intvl = cfg->keepalive_intvl_s, cnt = cfg->keepalive_cnt;
+	char *end;
+
+	errno = 0;
+	idle = strtol(arg, &end, 10);
+	if (errno || end == arg || idle < 0 || idle > 32767)
+		return -EINVAL;
+	if (*end == ',') {
+		arg = end + 1;
+		intvl = strtol(arg, &end, 10);
+		if (end == arg || *end != ',' || intvl < 1 || intvl > 32767)
+			return -EINVAL;
+		arg = end + 1;
+		cnt = strtol(arg, &end, 10);
+		if (end == arg || cnt < 1 || cnt > 127)
+			return -EINVAL;
+	}
+	if (*end)
+		return -EINVAL;
+	cfg->keepalive_idle_s = (int)idle;
+	cfg->keepalive_intvl_s = (int)intvl;
+	cfg->keepalive_cnt = (int)cnt;
+	return 0;
 }
 
 int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
@@ -481,6 +521,16 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			break;
 		case OPT_DETACH:
 			cfg->detach = true;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_long(optarg, 0, 86400 * 30, &v))
+				return bad_option("--idle-timeout", optarg, "seconds, 0 for never");
+			cfg->idle_timeout_s = (int)v;
+			break;
+		case OPT_KEEPALIVE:
+			if (parse_keepalive(optarg, cfg))
+				return bad_option("--keepalive", optarg,
+						  "expected IDLE or IDLE,INTVL,CNT: seconds 1 to 32767, CNT 1 to 127; 0 = off");
 			break;
 		case OPT_UDP_ANY_SOURCE:
 			cfg->udp_any_source = true;

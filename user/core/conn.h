@@ -57,6 +57,7 @@ struct mmp_conn {
 	bool header_consumed; /* read off the socket, or taken by the engine (splice drops it, sockmap strips it) */
 	struct mmp_conn *poll_prev, *poll_next; /* in the loop's poll list */
 	bool polling;
+	bool keepalive_set; /* the upstream socket has its keepalive (tcp/idle.c) */
 };
 
 /* Doubly linked FIFO. Timeouts are constant per list, so FIFO order is deadline order. */

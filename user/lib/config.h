@@ -72,6 +72,8 @@ struct mmp_config {
 	uint32_t max_pending_per_source; /* the same, per load-balancer address */
 	uint32_t udp_max_flows_per_lb; /* UDP flows per load-balancer address */
 	int tc_idle_timeout_s; /* 0: never */
+	int idle_timeout_s; /* TCP flows held in userspace: close after this long without data; 0: never */
+	int keepalive_idle_s, keepalive_intvl_s, keepalive_cnt; /* TCP keepalive on both sockets; idle 0: off */
 	int tc_handoff_delay_ms; /* a flow runs on splice this long before the hand-off; 0: at once */
 	/* XDP gate (user/policy/xdp_gate.c) */
 	const char *xdp_ifaces[32]; /* --xdp-iface: where non-allowed sources are dropped in XDP */

@@ -17,6 +17,7 @@
 #include "listen/port_steer.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
+#include "tcp/idle.h"
 #include "tcp/pending.h"
 #include "tcp/worker.h"
 
@@ -24,7 +25,7 @@
 #define EMFILE_BACKOFF_MS 100
 #define ENGINE_TICK_MS 1000
 
-static int make_listener(const struct sockaddr_storage *where)
+static int make_listener(const struct sockaddr_storage *where, const struct mmp_config *cfg)
 {
 	const struct sockaddr *sa = (const struct sockaddr *)where;
 	char addr[MMP_ADDRSTRLEN];
@@ -35,7 +36,7 @@ static int make_listener(const struct sockaddr_storage *where)
 		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) || mmp_tcp_keepalive_set(fd, cfg))
 		goto fail;
 	if (bind(fd, sa, mmp_sockaddr_len(sa)) || listen(fd, 4096))
 		goto fail;
@@ -147,7 +148,7 @@ static int open_listeners(struct mmp_worker *w, const struct mmp_config *cfg, co
 		struct sockaddr_storage addr;
 
 		mmp_port_steer_addr(cfg, i, &addr);
-		w->listens[i].fd = make_listener(&addr);
+		w->listens[i].fd = make_listener(&addr, cfg);
 		if (w->listens[i].fd < 0)
 			return w->listens[i].fd;
 		w->n_listens = i + 1; /* opened, so mmp_worker_stop closes it */
@@ -185,6 +186,7 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 	w->engine_tick.fn = on_engine_tick;
 	w->log_tick.fn = on_log_tick;
 	mmp_loop_timer_arm(&w->loop, &w->log_tick, mmp_now_ms() + 1000);
+	mmp_tcp_idle_start(w);
 	err = mmp_engines_worker_open(&w->engines, engines, &w->loop);
 	w->engines_open = true; /* partly open is closed the same way */
 	if (err)

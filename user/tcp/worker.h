@@ -36,6 +36,7 @@ struct mmp_worker {
 	struct mmp_timer engine_tick; /* worker 0: the engines' once-a-second work */
 	struct mmp_tcp_log log; /* rate limits of per-connection lines */
 	struct mmp_timer log_tick; /* the "suppressed" summaries, once a second while any is due */
+	struct mmp_timer idle_sweep; /* keepalive and --idle-timeout on established flows (tcp/idle.c) */
 	pthread_t thread;
 };
 
