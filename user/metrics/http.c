@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include <microhttpd.h>
+#include "core/clock.h"
 #include "core/histogram.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
@@ -21,7 +22,16 @@ struct mmp_metrics {
 	struct sockaddr_storage addr;
 	const char *pin_dir;
 	const struct mmp_policy *policy;
+	/*
+	 * The flow maps are walked at most once a second, however many scrapes
+	 * come: a walk costs a lookup per flow. The daemon serves every request
+	 * from its one polling thread, so this needs no lock.
+	 */
+	struct mmp_snapshot flows;
+	uint64_t flows_ns; /* CLOCK_MONOTONIC of the last walk; 0: none yet */
 };
+
+#define FLOW_WALK_MIN_NS 1000000000ULL
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, const char *type, char *body,
 			     size_t len)
@@ -50,7 +60,13 @@ static char *render(struct mmp_metrics *m, size_t *len)
 	f = open_memstream(&buf, len);
 	if (!f)
 		return NULL;
-	mmp_snapshot_read(m->pin_dir, &s); /* -ENOENT early at start: the series that exist are served */
+	/* -ENOENT early at start: the series that exist are served. */
+	if (!m->flows_ns || mmp_now_ns() - m->flows_ns >= FLOW_WALK_MIN_NS) {
+		mmp_snapshot_read(m->pin_dir, &m->flows);
+		m->flows_ns = mmp_now_ns();
+	}
+	mmp_snapshot_read_counters(m->pin_dir, &s);
+	mmp_snapshot_copy_flows(&s, &m->flows);
 	mmp_hist_read(&mmp_handoff_latency, &h);
 	mmp_policy_reloads(m->policy, &x.reloads_ok, &x.reloads_failed);
 	mmp_prom_write(f, &s, &x);

@@ -55,5 +55,9 @@ struct mmp_snapshot {
 
 /* Fill s from the maps pinned under pin_dir. Returns 0, or -ENOENT when nothing is pinned there. */
 int mmp_snapshot_read(const char *pin_dir, struct mmp_snapshot *s);
+/* Only the counters (a lookup per map, no walk of the flow maps); the flow fields stay zero. Same returns. */
+int mmp_snapshot_read_counters(const char *pin_dir, struct mmp_snapshot *s);
+/* The flow maps' fields of src (flows, their bytes and packets) into dst. */
+void mmp_snapshot_copy_flows(struct mmp_snapshot *dst, const struct mmp_snapshot *src);
 
 #endif
