@@ -36,6 +36,7 @@
 /* parse() results besides 0 (a TCP segment) and -1 (not ours). */
 #define PARSE_FRAGMENT (-2)
 #define PARSE_ICMP (-3)
+#define PARSE_BAD_IP (-4) /* IP version not the ethertype's, or an IPv4 IHL under 5 */
 
 #define TCPOPT_EOL 0
 #define TCPOPT_NOP 1
@@ -214,8 +215,8 @@ static __always_inline int copy_words(struct __sk_buff *skb, __u32 off, __u8 *bu
 
 /*
  * Parse Ethernet/IP/TCP into p. Returns 0, PARSE_FRAGMENT (an IPv4 fragment),
- * PARSE_ICMP (an ICMP/ICMPv6 packet, parsed by handle_icmp) or -1 for
- * anything else not handled.
+ * PARSE_ICMP (an ICMP/ICMPv6 packet, parsed by handle_icmp), PARSE_BAD_IP (a
+ * malformed IP header) or -1 for anything else not handled.
  */
 static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 {
@@ -233,6 +234,15 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 
 		if ((void *)(ip + 1) > data_end)
 			return -1;
+		/*
+		 * The kernel's ip_rcv drops these: translated, such a frame
+		 * would move the flow's state (an RST, a FIN) with a segment
+		 * that no endpoint receives, and with IHL < 5 its TCP header
+		 * would be read from inside the IP header (docs/DESIGN.md §3c,
+		 * "Malformed IP headers").
+		 */
+		if (ip->version != 4 || ip->ihl < 5)
+			return PARSE_BAD_IP;
 		/* TCP is decided first: the ICMP test costs TCP packets nothing. */
 		if (ip->protocol != IPPROTO_TCP)
 			return ip->protocol == IPPROTO_ICMP ? PARSE_ICMP : -1;
@@ -250,6 +260,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 
 		if ((void *)(ip6 + 1) > data_end)
 			return -1;
+		if (ip6->version != 6)
+			return PARSE_BAD_IP;
 		p->family = 6;
 		p->l4_off = ETH_HLEN + sizeof(*ip6);
 		nexthdr = ip6->nexthdr;
@@ -655,6 +667,8 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 	if (ret) {
 		if (ret == PARSE_FRAGMENT)
 			count(MMP_TC_CNT_NOT_TCP_OR_FRAGMENT);
+		else if (ret == PARSE_BAD_IP)
+			count(MMP_TC_CNT_BAD_IP_HEADER);
 		/* Errors about our segments come back in: only ingress looks at ICMP. */
 		if (ret == PARSE_ICMP && ingress)
 			return handle_icmp(skb);

@@ -171,7 +171,8 @@ struct mmp_tc_sock_query {
 	X(RST_DROPPED, rsts_out_of_window_dropped, "RSTs outside the receiver's window: dropped")       \
 	X(RST_CHALLENGED, rsts_in_window_passed, "in-window RSTs not at snd_nxt: passed, the endpoint challenges them") \
 	X(SYN_CHALLENGED, syns_on_live_flows_passed, "SYNs on a live flow: passed, the endpoint challenges them") \
-	X(WRONG_IFACE, packets_on_another_interface, "a flow's tuple on another interface: not translated")
+	X(WRONG_IFACE, packets_on_another_interface, "a flow's tuple on another interface: not translated") \
+	X(BAD_IP_HEADER, bad_ip_headers_passed, "IP headers with another version than their ethertype's, or an IPv4 IHL under 5: passed untouched")
 
 enum mmp_tc_counter {
 #define MMP_TC_X_ENUM(id, name, desc) MMP_TC_CNT_##id,

@@ -143,6 +143,12 @@ struct seg {
 	uint16_t frag_off; /* IPv4 flags + fragment offset, host order; 0 = DF */
 	uint16_t csum_err; /* added (ones' complement) to the correct TCP checksum */
 	uint8_t eth_pad; /* zero bytes after the IP packet (short frames padded to 60) */
+	/*
+	 * Non-zero: the IP header's first byte (version, and IPv4's IHL) is
+	 * overwritten with it once the packet is built: a malformed header
+	 * with otherwise valid contents.
+	 */
+	uint8_t ip_byte0;
 };
 
 /* Ones' complement a + b on 16 bits. */
@@ -332,6 +338,8 @@ static size_t build_pkt(uint8_t family, const struct seg *s, uint8_t *b)
 	put16(b + l4 + 16, c);
 	if (!s->csum_err)
 		assert_int_equal(tcp_residual(b, &lo), 0xffff);
+	if (s->ip_byte0)
+		b[ETH_LEN] = s->ip_byte0;
 	return frame_len;
 }
 
@@ -492,6 +500,51 @@ static const struct rw_case cases[] = {
 		.check_stats = true,
 		.check_cnt = true,
 		.cnt = { [MMP_TC_CNT_NOT_TCP_OR_FRAGMENT] = 1 },
+	},
+	{
+		/* The RST at snd_nxt would end the flow, for a segment no endpoint receives (ip_rcv drops it). */
+		.name = "IPv4 frame with version 6, IHL 4 or IHL 0: untouched, counted, moves no state",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = 0x200, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = 0x400, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 0x1000, .flags = RST, .ip_byte0 = 0x65 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x1e00, .flags = ACK | FIN,
+								  .win = 100, .payload = 10, .ip_byte0 = 0x65 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x1e00, .flags = ACK,
+								  .win = 100, .payload = 10, .ip_byte0 = 0x44 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_DOWN, .seq = 0x2000, .flags = RST, .ip_byte0 = 0x40 } },
+			/* The flow itself goes on. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 5, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x1100, .ack = 0x205, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 1, 0 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1, [MMP_TC_CNT_BAD_IP_HEADER] = 4 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
+	{
+		.name = "IPv6 frame with version 4: untouched, counted, moves no state",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = 0x200, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = 0x400, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_DOWN, .seq = 0x2000, .flags = RST, .ip_byte0 = 0x45 } },
+			{ EXP_SAME, .ret = TC_ACT_UNSPEC, .in = { .tup = T_UP, .seq = 0x1000, .ack = 5, .flags = ACK | PSH,
+								  .win = 100, .payload = 20, .ip_byte0 = 0x40 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2000, .ack = 5, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x2300, .ack = 0x405, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 0, 1 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1, [MMP_TC_CNT_BAD_IP_HEADER] = 2 },
 	},
 
 	/* ---- HOLD ---- */
@@ -1655,6 +1708,7 @@ static const char *const counter_name[] = {
 	[MMP_TC_CNT_RST_CHALLENGED] = "rst_challenged",
 	[MMP_TC_CNT_SYN_CHALLENGED] = "syn_challenged",
 	[MMP_TC_CNT_WRONG_IFACE] = "wrong_iface",
+	[MMP_TC_CNT_BAD_IP_HEADER] = "bad_ip_header",
 };
 
 /* The current case's skeleton: destroyed by the teardown, even after a failure. */
