@@ -545,8 +545,30 @@ static __always_inline bool acceptable(const struct mmp_tc_stats *st, int dir, _
 }
 
 /*
+ * Does this segment acknowledge only what the other direction's sender really
+ * sent (RFC 5961 §5)? ack, translated into that sender's space, must lie in
+ * [snd_nxt - (wnd + 64 KiB), snd_nxt] of the other direction, wnd being what
+ * this segment's sender last advertised: a receiver that never shrinks its
+ * window (Linux does not) has at most that much unacknowledged in flight to
+ * it; the 64 KiB take reordered ACKs and the window's scaling rounding. A
+ * segment without ACK is dropped by an established endpoint: not acceptable
+ * either (docs/DESIGN.md §3c, "ACK acceptability").
+ */
+static __always_inline bool ack_acceptable(const struct mmp_tc_stats *st, int dir, __u8 flags, __u32 ack)
+{
+	int other = (dir ^ 1) & 1;
+
+	if (!(flags & TH_ACK))
+		return false;
+	return st->snd_nxt[other] - ack <= st->rcv_wnd[other] + 65536;
+}
+
+/*
  * Counters, and the state that judges later RSTs and FINs: only segments the
- * receiver would accept move snd_nxt, set a FIN or the other direction's window.
+ * receiver would accept, by seq and by ACK, move snd_nxt, set a FIN or the
+ * other direction's window: a blind attacker must guess both numbers to move
+ * it, as to make the endpoint take its segment (docs/DESIGN.md §3c).
+ * ack: the ACK field translated into the other direction's sender's space.
  * reset: an RST at exactly snd_nxt, which ends the flow.
  *
  * The counts are plain adds, not atomic ones: a direction's segments come
@@ -555,7 +577,7 @@ static __always_inline bool acceptable(const struct mmp_tc_stats *st, int dir, _
  * then one count is lost, never state. The lock prefix cost 16 ns a segment
  * in pp50 (docs/DESIGN.md §3b, "Plain counts").
  */
-static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struct pkt *p, __u8 flags,
+static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struct pkt *p, __u8 flags, __u32 ack,
 					 const struct mmp_tc_dir *d, bool reset)
 {
 	__u32 seq = rd32(&p->old.h[4]), end;
@@ -565,7 +587,7 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 	st->last_seen_ns = bpf_ktime_get_coarse_ns();
 	if (reset)
 		st->rst = 1;
-	if ((flags & (TH_SYN | TH_RST)) || !acceptable(st, dir, seq))
+	if ((flags & (TH_SYN | TH_RST)) || !acceptable(st, dir, seq) || !ack_acceptable(st, dir, flags, ack))
 		return;
 	end = seq + p->payload + (flags & TH_FIN ? 1 : 0);
 	if ((__s32)(end - st->snd_nxt[dir & 1]) > 0)
@@ -597,7 +619,7 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 {
 	__u8 flags = p->old.h[13];
 	int has_ack = flags & TH_ACK;
-	__u32 seq, ack, win;
+	__u32 seq, ack = 0, win;
 
 	if (load_options(skb, p))
 		return TC_ACT_OK;
@@ -642,7 +664,7 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 		count(MMP_TC_CNT_REDIRECT_FAILED);
 		return TC_ACT_SHOT;
 	}
-	update_stats(st, dir, p, flags, d, reset);
+	update_stats(st, dir, p, flags, ack, d, reset);
 	count(MMP_TC_CNT_TRANSLATED);
 	return deliver(skb, d);
 }

@@ -23,6 +23,12 @@
 # marked reset. Case 2 runs the same attack against the same flow on the
 # splice engine, where the proxy's own socket (kernel TCP, RFC 5961) meets it:
 # the reference behaviour.
+# Case 3 (issue 26 finding 4) gives the attacker the load balancer's seq, read
+# from the flow entry (snd_nxt), but not the ACK: a 100-byte segment at that
+# seq with an ACK of nothing the upstream sent, then an RST at the seq that
+# segment would have moved snd_nxt to. Neither may move the flow's state: it
+# must not be marked reset (the collector would remove it during the pause)
+# and must complete byte-exact.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tc-lib.sh"
 tc_only t40 "blind attacks on a spliced flow"
@@ -139,8 +145,58 @@ attack_case() {
 	case_end
 }
 
+# desync_case: the attacker knows the load balancer's seq, not the ACK (case 3 above).
+desync_case() {
+	local cout cpid lbport cport mark done_line nxt after
+	case_begin "3 tc: a segment at the known seq with a bogus ACK, then an RST where it ends: the flow is not reset"
+	if ! up_start -m xfer --send "$SIZE"; then
+		case_fail "upstream did not start"
+		case_end
+		return
+	fi
+	if ! tc_mmp_start "$(tc_pindir "$MMP_STARTS")" "$P_IP4:$PROXY_PORT" --iface veth-pl; then
+		case_fail "$MMP_START_ERR"
+		up_stop
+		case_end
+		return
+	fi
+	mark=$(log_mark "$MMP_LOG")
+	cout="$T_TMP/client-$MMP_STARTS.out"
+	proc_start cpid "$cout" "$TOPO_CLIENT" python3 "$SLOW_CLIENT" "$LB_IP4" "$HAP_PORT" "$SIZE" "$PAUSE_S"
+	wait_grep "$cout" '^paused' 10 || case_fail "the client did not get to its pause: $(tr '\n' ' ' <"$cout")"
+	read -r _ _ cport <<<"$(grep -m1 '^local ' "$cout")"
+	tc_wait_spliced "$MMP_LOG" "$mark" "$CL_IP4:$cport" 3 || case_fail "not spliced in the kernel before the attack: $TC_OUTCOME"
+	lbport=$(log_since "$MMP_LOG" "$mark" | sed -n "s/.*accepted ${LBP_IP4//./\\.}:\([0-9]*\)\$/\1/p" | tail -n 1)
+	# The next seq the load balancer sends: the client pauses, so it stays put.
+	nxt=$(bpftool -j map dump pinned "$MMP_PINDIR/mmp_tc_flows" 2>/dev/null | jq -r '.[0].formatted.value.st.snd_nxt[0]' 2>/dev/null)
+	if [[ -z $lbport || ! $nxt =~ ^[0-9]+$ ]]; then
+		case_fail "no tuple or seq to attack (load balancer port '$lbport', snd_nxt '$nxt')"
+	else
+		inject --src "$LBP_IP4:$lbport" --dst "$P_IP4:$PROXY_PORT" --flags PA --seq "$nxt" \
+			--ack $(((nxt + 0x80000000) % 0x100000000)) --payload 100 || case_fail "mmpt-inject (data) failed"
+		inject --src "$LBP_IP4:$lbport" --dst "$P_IP4:$PROXY_PORT" --flags R --seq $(((nxt + 100) % 0x100000000)) ||
+			case_fail "mmpt-inject (RST) failed"
+		after=$("$MMP_BIN" stats --pin-dir "$MMP_PINDIR" 2>/dev/null)
+		grep -q 'state: .*RST' <<<"$after" && case_fail "the flow was marked reset: $(grep 'state:' <<<"$after" | tr -s ' ')"
+		case_note "snd_nxt $nxt; after the attack: flow $(grep -m1 'state:' <<<"$after" | tr -s ' ')"
+	fi
+	while proc_alive "$cpid"; do sleep 0.2; done
+	wait "$cpid" 2>/dev/null
+	CLIENT_OUT=$(cat "$cout")
+	read -r _ CLIENT_LOCAL_ADDR CLIENT_LOCAL_PORT <<<"$(grep -m1 '^local ' <<<"$CLIENT_OUT")"
+	if ! done_line=$(wait_log_since "$UP4_LOG" 0 '^done ' 10); then
+		case_fail "upstream never finished its side; client: $(grep '^xfer' <<<"$CLIENT_OUT")"
+	else
+		check_xfer_exact "$done_line" "$CL_IP4"
+	fi
+	mmp_stop
+	up_stop
+	case_end
+}
+
 attack_case "1 tc: 64 RSTs, 64 SYNs with guessed seqs, and src 127.0.0.1 on the veth: the flow survives byte-exact" tc
 attack_case "2 control, splice engine: the same attack meets the proxy's own socket and the flow survives" splice
+desync_case
 
 case_lifecycle
 t_finish

@@ -1071,10 +1071,12 @@ static const struct rw_case cases[] = {
 			.ts_base = 0x3000, .tsd = 0x2b00 },
 		.down = { .seq_delta = 0xfffffe00, .ack_delta = 0x100, .wsin = 10, .wsout = 7, .ts = 1, .sack = 1,
 			  .ts_base = 0x4000, .tsd = 0x3f89 },
+		/* Each ACK acknowledges no more than the other side sent, so the RST at 0x163 is at snd_nxt. */
+		.rx = { .set = true, .nxt = { 0x1300, 0x100 }, .wnd = { 1 << 20, 1 << 20 } },
 		.steps = {
-			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2000, .flags = ACK, .win = 100,
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x200, .flags = ACK, .win = 100,
 					   .opts = "NNT", .tsval = 0x500, .tsecr = 1 },
-			  .out = { .seq = 0x1200, .ack = 0x1f00, .win = 12, .tsval = 0x3000, .tsecr = 0 } },
+			  .out = { .seq = 0x1200, .ack = 0x100, .win = 12, .tsval = 0x3000, .tsecr = 0 } },
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x100, .ack = 0x1200, .flags = ACK | PSH, .win = 9000,
 					   .opts = "NNTNNS", .tsval = 0x77, .tsecr = 0x3000, .nsack = 1,
 					   .sack = { 0xffffff00, 0x10 }, .payload = 99 },
@@ -1320,21 +1322,22 @@ static const struct rw_case cases[] = {
 		.name = "RST: snd_nxt follows the sender's data and FIN; an RST exactly there ends the flow",
 		.family = 6,
 		.mode = MODE_SPLICE,
-		.up = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7 },
-		.down = { .seq_delta = 0x30, .ack_delta = 0x40, .wsin = 2, .wsout = 7 },
+		/* Each ack_delta undoes the other direction's seq_delta, as at a real switch. */
+		.up = { .seq_delta = 0x10, .ack_delta = (uint32_t)-0x30, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x30, .ack_delta = (uint32_t)-0x10, .wsin = 2, .wsout = 7 },
 		.rx = { .set = true, .nxt = { 0xfffffff0, 0x500 }, .wnd = { 0x10000, 0x10000 } },
 		.steps = {
 			/* 0x20 bytes across 2^32: snd_nxt 0x10. */
-			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffff0, .ack = 0x500, .flags = ACK | PSH, .win = 100,
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffff0, .ack = 0x530, .flags = ACK | PSH, .win = 100,
 					   .payload = 0x20 },
-			  .out = { .seq = 0, .ack = 0x520, .win = 100 } },
+			  .out = { .seq = 0, .ack = 0x500, .win = 100 } },
 			/* A retransmission of older bytes does not move it back. */
-			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffff0, .ack = 0x500, .flags = ACK | PSH, .win = 100,
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0xfffffff0, .ack = 0x530, .flags = ACK | PSH, .win = 100,
 					   .payload = 0x10 },
-			  .out = { .seq = 0, .ack = 0x520, .win = 100 } },
+			  .out = { .seq = 0, .ack = 0x500, .win = 100 } },
 			/* Window 1000 << 2: the up direction's RSTs are judged by it from now on. */
-			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x10, .flags = ACK | FIN, .win = 1000 },
-			  .out = { .seq = 0x530, .ack = 0x50, .win = 31 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x20, .flags = ACK | FIN, .win = 1000 },
+			  .out = { .seq = 0x530, .ack = 0x10, .win = 31 } },
 			/* The old snd_nxt is behind now: dropped. */
 			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_UP, .seq = 0xfffffff0, .flags = RST } },
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x10, .flags = RST },
@@ -1412,6 +1415,100 @@ static const struct rw_case cases[] = {
 		.check_cnt = true,
 		.cnt = { [MMP_TC_CNT_TRANSLATED] = 3, [MMP_TC_CNT_SYN_CHALLENGED] = 1 },
 	},
+	{
+		/*
+		 * Issue 26 finding 4. Each ack_delta undoes the other direction's
+		 * seq_delta, as at a real switch: L's ACK of U's snd_nxt 0x2000
+		 * reads 0x2300 on conn1. A SYN probes whether the flow ended (a
+		 * new connection: forgotten) or not (challenged).
+		 */
+		.name = "blind desync: an in-window segment with a bogus ACK moves no snd_nxt; an RST there is only passed",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = (uint32_t)-0x300, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = (uint32_t)-0x100, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			/* Spoofed: seq in the window, ACK of nothing U sent; it would set snd_nxt 0x1600. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1100, .ack = 0x80000000, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x500 },
+			  .out = { .seq = 0x1200, .ack = 0x7ffffd00, .win = 100 } },
+			/* ACK one byte beyond U's snd_nxt, or older than the window allows: not acceptable either. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2301, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x600 },
+			  .out = { .seq = 0x1100, .ack = 0x2001, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2300 - 0x20001, .flags = ACK | PSH,
+					   .win = 100, .payload = 0x600 },
+			  .out = { .seq = 0x1100, .ack = 0x2000 - 0x20001, .win = 100 } },
+			/* No ACK flag: an established endpoint drops it. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .flags = PSH, .win = 100, .payload = 0x600 },
+			  .out = { .seq = 0x1100, .win = 100 } },
+			/* The RST at the seq the spoofed segments would have set: passed for the endpoint to challenge. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1600, .flags = RST },
+			  .out = { .seq = 0x1700 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x9999, .flags = SYN, .win = 64240 },
+			  .out = { .seq = 0x9a99, .win = 64240 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 6, 0 }, .bytes = { 0x1700, 0 }, .check_nxt = true, .nxt = { 0x1000, 0x2000 },
+			.wnd = { 0x10000, 0x10000 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 6, [MMP_TC_CNT_RST_CHALLENGED] = 1, [MMP_TC_CNT_SYN_CHALLENGED] = 1 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
+	{
+		.name = "blind desync: ACKs within [snd_nxt - wnd - 64 KiB, snd_nxt] move snd_nxt; an RST there ends the flow",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = (uint32_t)-0x300, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = (uint32_t)-0x100, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			/* The oldest ACK still acceptable (wnd 0x10000 + 64 KiB behind): snd_nxt 0x1100. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2300 - 0x20000, .flags = ACK | PSH,
+					   .win = 100, .payload = 0x100 },
+			  .out = { .seq = 0x1100, .ack = 0x2000 - 0x20000, .win = 100 } },
+			/* Exactly U's snd_nxt: snd_nxt 0x1200. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1100, .ack = 0x2300, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x100 },
+			  .out = { .seq = 0x1200, .ack = 0x2000, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1200, .flags = RST },
+			  .out = { .seq = 0x1300 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 3, 0 }, .bytes = { 0x200, 0 }, .rst = 1, .check_nxt = true,
+			.nxt = { 0x1200, 0x2000 }, .wnd = { 0x10000, 100 << 7 } },
+	},
+	{
+		.name = "blind desync: after the upstream's FIN, a FIN with a bogus ACK does not end the flow; L's own does",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = (uint32_t)-0x300, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = (uint32_t)-0x100, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			/* U half-closes: snd_nxt 0x2001. */
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2000, .ack = 0x1100, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x2300, .ack = 0x1000, .win = 100 } },
+			/* Spoofed FIN at L's snd_nxt, its ACK a guess. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x40000000, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x1100, .ack = 0x3ffffd00, .win = 100 } },
+			/* Not ended: a SYN is challenged, not taken for a new connection. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x9999, .flags = SYN, .win = 64240 },
+			  .out = { .seq = 0x9a99, .win = 64240 } },
+			/* L's FIN, acknowledging U's: the flow ends. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2301, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x1100, .ack = 0x2001, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 3, 1 }, .fin = { 1, 1 }, .check_nxt = true, .nxt = { 0x1001, 0x2001 },
+			.wnd = { 100 << 7, 100 << 7 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 4, [MMP_TC_CNT_SYN_CHALLENGED] = 1 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
 
 	/* ---- interface ---- */
 	{
@@ -1479,6 +1576,8 @@ static const struct rw_case cases[] = {
 		.mode = MODE_SPLICE,
 		.up = { .seq_delta = 0x1000, .ack_delta = 0x2000, .wsin = 7, .wsout = 7 },
 		.down = { .seq_delta = 0xffffe000, .ack_delta = 0xfffff000, .wsin = 7, .wsout = 7 },
+		/* L's data starts at 1, U's at 0x2001: what the ACKs acknowledge. */
+		.rx = { .set = true, .nxt = { 1, 0x2001 }, .wnd = { 1 << 20, 1 << 20 } },
 		.steps = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 1, .ack = 1, .flags = ACK | PSH, .win = 100, .payload = 100 },
 			  .out = { .seq = 0x1001, .ack = 0x2001, .win = 100 } },
