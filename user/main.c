@@ -227,7 +227,8 @@ out_pending:
 out_counters:
 	mmp_counters_publish_close(&counters);
 out_engines:
-	mmp_engines_close(&engines, !cfg->detach);
+	/* A failed start keeps what the maps hold: a predecessor's flows that it adopted (docs/DESIGN.md §3c). */
+	mmp_engines_close(&engines, !cfg->detach || err);
 out_policy:
 	mmp_port_steer_close(&steer);
 	mmp_metrics_stop(metrics);

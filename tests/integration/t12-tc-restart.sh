@@ -25,6 +25,18 @@
 #     a flow spliced by the first keeps running when the second starts (both
 #     attach to lo egress with the same handle and priority), and a flow
 #     through the second works too. Each is 1 MiB each way, paced over 4 s.
+#   5 a restart that fails after adopting the pins (issue 26 finding 9): a
+#     64 MiB transfer both ways, paced as in 1, is spliced; SIGKILL; then a
+#     start with the same --pin-dir and --iface mmp-no-such0, which adopts
+#     the pins and then fails (no such interface). It must exit non-zero
+#     naming the interface and leave the tc engine's pins and our filters
+#     exactly as they were (the same list, the same program ids), with the
+#     transfer still running. Then a start with --detach while another
+#     process holds the listen port: it gets past the tc engine (its
+#     filters replace ours in place) and fails at listen; --detach must not
+#     remove the flow it adopted: the same pins, a filter on the same hooks.
+#     Then a good start adopts the flow and the transfer completes
+#     byte-exact without a stall.
 # The live flows of 2 and 3 are idle connections that were echoed once
 # (mmpt-client --msg ... --expect-close), so the hand-off has completed.
 source "$(dirname "$0")/lib.sh"
@@ -219,6 +231,77 @@ else
 		case_fail "after instance B's exit, lo ingress has no filter left: A's filter went with B's"
 	MMP_PID=$PID_A MMP_PINDIR=$PIN_A MMP_LOG=$LOG_A
 	mmp_stop
+fi
+case_end
+
+# ---------------------------------------------------------------- case 5 --
+case_begin "5 a restart that fails after adopting the pins leaves them and the filters; the next start adopts the flow"
+PIN=$(tc_pindir failed)
+if ! tc_mmp_start "$PIN" "$LISTEN"; then
+	case_fail "$MMP_START_ERR"
+else
+	mark=$(log_mark "$MMP_LOG")
+	out="$T_TMP/bidir-failed.out"
+	tc_bidir_start "$TOPO_PROXY" "$out" -c "$LISTEN" -l "127.0.0.1:$UP_PORT" \
+		-n 1 --size "$SIZE" --rate "$RATE" --net 203.0.113. --port-base 24500 --timeout 30
+	tc_wait_spliced "$MMP_LOG" "$mark" "203.0.113.1:24500" 5 ||
+		case_fail "the flow was not spliced in the kernel before the kill: $TC_OUTCOME"
+	sleep 0.5
+	kill -KILL "$MMP_PID" 2>/dev/null
+	wait "$MMP_PID" 2>/dev/null
+	MMP_RUNNING=0
+	# The tc engine's pins (the allow-lists and mmp_tcp_cnt are the policy's and the process's).
+	leftovers "$PIN"
+	pins_before=$(tc_pins "$PIN" | grep /mmp_tc_ | tr '\n' ' ') filters_before=$LEFT_FILTERS
+	# Adopts the pins, loads, then fails on the interface (user/engine/tc/tc_load.c).
+	bad=$(ns_exec "$TOPO_PROXY" timeout 20 "$MMP_BIN" run -l "$LISTEN" -4 "127.0.0.1:$UP_PORT" \
+		-6 "[::1]:$UP_PORT" -v 2 --pin-dir "$PIN" --engine "$MMP_ENGINE" --iface mmp-no-such0 2>&1)
+	rc=$?
+	((rc != 0 && rc != 124)) || case_fail "the start with --iface mmp-no-such0 exited $rc, want an error"
+	grep -q 'no interface named mmp-no-such0' <<<"$bad" ||
+		case_fail "no error naming the interface: $(grep -v libbpf <<<"$bad" | tail -n 2 | tr '\n' ' ')"
+	leftovers "$PIN"
+	pins_after=$(tc_pins "$PIN" | grep /mmp_tc_ | tr '\n' ' ')
+	[[ -n $pins_before && $pins_after == "$pins_before" ]] ||
+		case_fail "tc pins after the failed start: '$pins_after', before: '$pins_before'"
+	[[ $LEFT_FILTERS == "$filters_before" ]] ||
+		case_fail "filters after the failed start: $(tr '\n' ';' <<<"$LEFT_FILTERS") before: $(tr '\n' ';' <<<"$filters_before")"
+	# A failure after the engines opened (user/main.c), with --detach.
+	squat=""
+	proc_start squat "$T_TMP/squat.out" "$TOPO_PROXY" python3 -c \
+		"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $PROXY_PORT)); s.listen(); print('bound', flush=True); time.sleep(60)"
+	wait_grep "$T_TMP/squat.out" '^bound' 5 || case_fail "could not occupy the listen port: $(cat "$T_TMP/squat.out")"
+	bad2=$(ns_exec "$TOPO_PROXY" timeout 20 "$MMP_BIN" run -l "$LISTEN" -4 "127.0.0.1:$UP_PORT" \
+		-6 "[::1]:$UP_PORT" -v 2 --pin-dir "$PIN" --engine "$MMP_ENGINE" --detach 2>&1)
+	rc=$?
+	proc_kill "$squat"
+	((rc != 0 && rc != 124)) || case_fail "the start on an occupied port exited $rc, want an error"
+	grep -q 'adopted 1 spliced flows' <<<"$bad2" ||
+		case_fail "the start on an occupied port did not get to adopt the flow: $(grep -v libbpf <<<"$bad2" | tail -n 2 | tr '\n' ' ')"
+	pins_after=$(tc_pins "$PIN" | grep /mmp_tc_ | tr '\n' ' ')
+	[[ $pins_after == "$pins_before" ]] ||
+		case_fail "tc pins after the --detach start that failed at listen: '$pins_after', before: '$pins_before'"
+	hooks_after=$(tc_our_filters "$TOPO_PROXY" | awk '{print $1, $2}' | sort -u | tr '\n' ' ')
+	hooks_before=$(awk '{print $1, $2}' <<<"$filters_before" | sort -u | tr '\n' ' ')
+	[[ $hooks_after == "$hooks_before" ]] ||
+		case_fail "hooks with our filter after the --detach start that failed at listen: '$hooks_after', before: '$hooks_before'"
+	proc_alive "$BIDIR_PID" || case_fail "the transfer ended before the good restart (make RATE smaller)"
+	if ! tc_mmp_start "$PIN" "$LISTEN"; then
+		case_fail "the good restart: $MMP_START_ERR"
+	else
+		adopt=$(wait_log_since "$MMP_LOG" 0 "adopted" 3) ||
+			case_fail "the good restart did not adopt the flow: $(grep -v libbpf "$MMP_LOG" | grep -i 'tc engine' | head -n 2 | tr '\n' ' ')"
+		[[ -n $adopt && $adopt != *"adopted 1 "* ]] && case_fail "expected 1 adopted flow: $adopt"
+	fi
+	tc_bidir_wait
+	line=$(grep '^conn ' "$out")
+	[[ $line == *" up $SIZE ok down $SIZE ok" ]] ||
+		case_fail "transfer: ${line:-$(tail -n 2 "$out" | tr '\n' ' ')}"
+	((TC_STALLS == 0)) || case_fail "the transfer stood still for 2 s: $TC_STALL_DIAG"
+	case_note "failed start: $(grep -m1 'start failed after adopting' <<<"$bad" | sed 's/.*tc engine: //'); on an occupied port: $(grep -v libbpf <<<"$bad2" | grep -m1 -i 'listen\|in use' | sed 's/^mmproxy-bpf: //'); then ${adopt#*tc engine: }; ${line#* kind fin }"
+	proc_alive "$MMP_PID" && mmp_stop
+	leftovers "$PIN"
+	[[ -z $LEFT_PINS ]] || case_fail "pins left after the last instance's exit: $LEFT_PINS"
 fi
 case_end
 

@@ -156,6 +156,40 @@ static int adopt_pins(struct mmp_tc *tc)
 	return 0;
 }
 
+/*
+ * Is map what the pin at its path already holds (adopted)? Then pinning it
+ * again, which unlinks the pin first, is skipped: a failure in between would
+ * lose a pin that the predecessor's flows need.
+ */
+static bool pinned_already(const struct mmp_tc *tc, const struct bpf_map *map)
+{
+	struct bpf_map_info pinned = { 0 }, ours = { 0 };
+	__u32 len = sizeof(pinned);
+	char path[PATH_MAX];
+	bool same;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", tc->pin_dir, bpf_map__name(map));
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return false;
+	same = !bpf_obj_get_info_by_fd(fd, &pinned, &len) &&
+	       !bpf_obj_get_info_by_fd(bpf_map__fd(map), &ours, &(__u32){ sizeof(ours) }) && pinned.id == ours.id;
+	close(fd);
+	return same;
+}
+
+/* What only this process holds: the raw sockets and the skeleton's fds. Pins and filters are not touched. */
+static void release(struct mmp_tc *tc)
+{
+	if (tc->raw4 >= 0)
+		close(tc->raw4);
+	if (tc->raw6 >= 0)
+		close(tc->raw6);
+	tc_bpf__destroy(tc->skel);
+	free(tc);
+}
+
 int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 {
 	struct mmp_tc *tc;
@@ -182,8 +216,11 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	/* IPv4 ICMP errors go to the upstream's address only where lo accepts them (bpf/tc_icmp.h). */
 	tc->skel->rodata->icmp4_to_upstream = mmp_lo_sysctls_ok();
 	err = adopt_pins(tc);
-	if (err)
-		goto fail;
+	if (err) {
+		/* Pins of another layout are refused, not removed: `cleanup` does that. */
+		release(tc);
+		return err;
+	}
 	err = tc_bpf__load(tc->skel);
 	if (err) {
 		pr_err("tc engine: the kernel refused the TC programs: %s (rerun with -v 2 for the verifier log)",
@@ -240,7 +277,7 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	if (err)
 		goto fail;
 	bpf_object__for_each_map(map, tc->skel->obj) {
-		if (is_internal_map(map))
+		if (is_internal_map(map) || (tc->adopting && pinned_already(tc, map)))
 			continue;
 		err = mmp_pin_map(tc->pin_dir, map);
 		if (err)
@@ -263,6 +300,19 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	*out = tc;
 	return 0;
 fail:
+	/*
+	 * A start that failed after adopting a predecessor's pins leaves them,
+	 * and every filter, as they were: its spliced flows keep running (on
+	 * its programs, or on ours where REPLACE already took over: they read
+	 * the same maps) and the next good start adopts them (docs/DESIGN.md
+	 * §3c, "A failed restart").
+	 */
+	if (tc->adopting) {
+		pr_err("tc engine: start failed after adopting the pins in %s: they and the filters stay as they were, for the previous instance's spliced flows and the next start",
+		       tc->pin_dir);
+		release(tc);
+		return err;
+	}
 	mmp_tc_unload(tc, false);
 	return err;
 }
@@ -303,12 +353,7 @@ void mmp_tc_unload(struct mmp_tc *tc, bool keep)
 		for (size_t i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++)
 			mmp_unpin(tc->pin_dir, pinned_maps[i]);
 	}
-	if (tc->raw4 >= 0)
-		close(tc->raw4);
-	if (tc->raw6 >= 0)
-		close(tc->raw6);
-	tc_bpf__destroy(tc->skel);
-	free(tc);
+	release(tc);
 }
 
 int mmp_tc_detach_everywhere(struct mmp_tc_id id)
