@@ -80,6 +80,9 @@ t_setup() {
 		echo "FAIL $T_ID setup: could not create the namespaces"
 		exit 1
 	fi
+	# The proxy namespace's lock files (docs/DESIGN.md §6b) go with it; pushed
+	# here, the removal runs after every process of the file has been stopped.
+	cleanup_push "rm -rf /run/mmproxy-bpf/locks/net-$(stat -L -c '%d-%i' "/run/netns/$TOPO_PROXY")"
 	for tool in mmpt-client mmpt-upstream mmpt-flood; do
 		if [[ ! -x $MMP_TOOLS/$tool ]]; then
 			echo "FAIL $T_ID setup: $MMP_TOOLS/$tool missing (make integration-tools)"

@@ -10,9 +10,11 @@
 #include "lib/log.h"
 #include "lib/netns_lock.h"
 
+#define PIN_LOCK_PREFIX "pin:"
+
 static void pin_lock_name(const char *pin_dir, char *buf, size_t len)
 {
-	snprintf(buf, len, "pin:%s", pin_dir);
+	snprintf(buf, len, PIN_LOCK_PREFIX "%s", pin_dir);
 }
 
 static void filter_lock_name(struct mmp_tc_id id, char *buf, size_t len)
@@ -36,14 +38,13 @@ int mmp_instance_lock(const struct mmp_config *cfg, struct mmp_instance_lock *l)
 
 	l->pin_fd = l->filter_fd = -1;
 	pin_lock_name(cfg->pin_dir, name, sizeof(name));
+	/* Errors other than -EADDRINUSE were logged by mmp_netns_lock, with their fix. */
 	l->pin_fd = mmp_netns_lock(name, holder, sizeof(holder));
 	if (l->pin_fd < 0) {
 		err = l->pin_fd;
 		if (err == -EADDRINUSE)
 			pr_err("another mmproxy-bpf instance uses %s in this network namespace (%s): stop it, or give this one another -l or --pin-dir",
 			       cfg->pin_dir, holder);
-		else
-			pr_err("failed to take the instance lock for %s: %s", cfg->pin_dir, strerror(-err));
 		goto fail;
 	}
 	if (!attaches_filters(cfg))
@@ -55,8 +56,6 @@ int mmp_instance_lock(const struct mmp_config *cfg, struct mmp_instance_lock *l)
 		if (err == -EADDRINUSE)
 			pr_err("another mmproxy-bpf instance attaches TC filters with pref %u handle 0x%x in this network namespace (%s), the same as %s would: give this one another --pin-dir",
 			       id.prio, id.handle, holder, cfg->pin_dir);
-		else
-			pr_err("failed to take the TC filter lock for %s: %s", cfg->pin_dir, strerror(-err));
 		goto fail;
 	}
 	return 0;
@@ -80,4 +79,24 @@ bool mmp_instance_running_here(const char *pin_dir, char *holder, size_t holder_
 
 	pin_lock_name(pin_dir, name, sizeof(name));
 	return mmp_netns_locked(name, holder, holder_len);
+}
+
+struct any_search {
+	char *pin_dir;
+	size_t len;
+};
+
+static bool first_pin_lock(const char *name, void *arg)
+{
+	struct any_search *s = arg;
+
+	snprintf(s->pin_dir, s->len, "%s", name + strlen(PIN_LOCK_PREFIX));
+	return true;
+}
+
+bool mmp_instance_any_running_here(char *pin_dir, size_t len)
+{
+	struct any_search s = { .pin_dir = pin_dir, .len = len };
+
+	return mmp_netns_locks_find(PIN_LOCK_PREFIX, first_pin_lock, &s);
 }

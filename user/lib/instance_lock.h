@@ -5,7 +5,7 @@
  * SO_REUSEPORT would otherwise let both bind), or the same TC filter
  * identity (two pin directories whose priorities collide). The pin
  * directory's flock (lib/policy.c) covers instances in other namespaces that
- * see the same bpffs. docs/DESIGN.md §6a.
+ * see the same bpffs. docs/DESIGN.md §6a, §6b (the locks).
  */
 #ifndef MMP_INSTANCE_LOCK_H
 #define MMP_INSTANCE_LOCK_H
@@ -24,5 +24,8 @@ void mmp_instance_unlock(struct mmp_instance_lock *l);
 
 /* Whether an instance with pin_dir runs in this network namespace (holder as in netns_lock.h). */
 bool mmp_instance_running_here(const char *pin_dir, char *holder, size_t holder_len);
+
+/* Whether any instance runs in this network namespace: one's pin directory in pin_dir (a long one shortened). */
+bool mmp_instance_any_running_here(char *pin_dir, size_t len);
 
 #endif

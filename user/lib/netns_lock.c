@@ -2,97 +2,107 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/stat.h>
+#include "lib/log.h"
+#include "lib/netns_dir.h"
 #include "lib/netns_lock.h"
 
-static socklen_t abstract_addr(const char *name, struct sockaddr_un *sun)
+/* Longer escaped names are cut and end in "~" and a hash of the whole name (NAME_MAX is 255). */
+#define FILE_NAME_MAX 200
+#define FILE_NAME_CUT 180
+
+static bool safe_char(char c)
 {
-	int n;
-
-	memset(sun, 0, sizeof(*sun));
-	sun->sun_family = AF_UNIX;
-	/* sun_path[0] = 0: abstract; the name is not NUL-terminated, its length is in addrlen. */
-	n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "mmproxy-bpf/%s", name);
-	if (n > (int)sizeof(sun->sun_path) - 1)
-		n = (int)sizeof(sun->sun_path) - 1;
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
-
-/* The inode of the socket bound to the abstract name (/proc/net/unix lists this namespace's), or 0. */
-static unsigned long bound_inode(const char *abstract_name)
-{
-	char line[512], path[128] = "";
-	unsigned long inode, found = 0;
-	FILE *f = fopen("/proc/net/unix", "re");
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %127s", &inode, path) == 2 && path[0] == '@' &&
-		    !strcmp(path + 1, abstract_name))
-			found = inode;
-	fclose(f);
-	return found;
-}
-
-/* The process with an fd on socket inode: scan /proc/PID/fd (on the error path only). */
-static int inode_owner(unsigned long inode)
-{
-	char want[64], path[600], link[64];
-	struct dirent *p, *d;
-	DIR *procs = opendir("/proc"), *fds;
-	int pid = 0;
-
-	snprintf(want, sizeof(want), "socket:[%lu]", inode);
-	while (procs && !pid && (p = readdir(procs))) {
-		if (p->d_name[0] < '1' || p->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
-		fds = opendir(path);
-		while (fds && !pid && (d = readdir(fds))) {
-			ssize_t n;
-
-			snprintf(path, sizeof(path), "/proc/%s/fd/%s", p->d_name, d->d_name);
-			n = readlink(path, link, sizeof(link) - 1);
-			if (n > 0 && (link[n] = 0, !strcmp(link, want)))
-				pid = atoi(p->d_name);
-		}
-		if (fds)
-			closedir(fds);
-	}
-	if (procs)
-		closedir(procs);
-	return pid;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("_.,:=+-", c);
 }
 
 /*
- * "pid N: its command line". Found through /proc rather than by connecting
- * (SO_PEERCRED): a connection would wait in the holder's backlog, which
- * nothing accepts.
+ * "pin:/sys/fs/bpf/x" -> "pin:%2Fsys%2Ffs%2Fbpf%2Fx": a file name with no
+ * '/', no leading '.' (every lock name starts with a letter) and a readable
+ * inverse (unescape) for mmp_netns_locks_find.
  */
-static void describe_holder(const char *abstract_name, char *out, size_t out_len)
+static void escape(const char *name, char *out, size_t out_len)
 {
-	unsigned long inode = bound_inode(abstract_name);
-	int pid = inode ? inode_owner(inode) : 0;
-	char path[64], cmd[256] = "";
-	int fd, n = 0;
+	static const char hex[] = "0123456789ABCDEF";
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
+	size_t n = 0;
 
-	if (!pid) {
+	for (const char *p = name; *p; p++) {
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+		if (n + 4 >= out_len)
+			continue;
+		if (safe_char(*p) && !(p == name && *p == '.')) {
+			out[n++] = *p;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[(unsigned char)*p >> 4];
+			out[n++] = hex[(unsigned char)*p & 15];
+		}
+	}
+	out[n] = 0;
+	if (n > FILE_NAME_MAX)
+		snprintf(out + FILE_NAME_CUT, out_len - FILE_NAME_CUT, "~%016llx", (unsigned long long)h);
+}
+
+static void unescape(const char *file, char *out, size_t out_len)
+{
+	size_t n = 0;
+
+	for (const char *p = file; *p && n + 1 < out_len; p++) {
+		unsigned int c;
+
+		if (*p == '%' && sscanf(p + 1, "%2x", &c) == 1) {
+			out[n++] = (char)c;
+			p += 2;
+		} else {
+			out[n++] = *p;
+		}
+	}
+	out[n] = 0;
+}
+
+static struct flock whole_file(short type)
+{
+	return (struct flock){ .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+}
+
+/* Whether another open file description holds a lock on fd's file (F_OFD_GETLK takes nothing). */
+static bool held_by_other(int fd)
+{
+	struct flock fl = whole_file(F_WRLCK);
+
+	return !fcntl(fd, F_OFD_GETLK, &fl) && fl.l_type != F_UNLCK;
+}
+
+/*
+ * "pid N: its command line", from the pid the holder wrote into the file
+ * (OFD locks report no pid: F_OFD_GETLK and /proc/locks say -1).
+ */
+static void describe_holder(int fd, char *out, size_t out_len)
+{
+	char buf[32] = "", path[64], cmd[256] = "";
+	int pid = 0, cfd, n = 0;
+	ssize_t r = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (!out || !out_len)
+		return;
+	if (r > 0) {
+		buf[r] = 0;
+		pid = atoi(buf);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	cfd = pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (cfd < 0) {
 		snprintf(out, out_len, "pid unknown");
 		return;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = (int)read(fd, cmd, sizeof(cmd) - 1);
-		close(fd);
-	}
+	n = (int)read(cfd, cmd, sizeof(cmd) - 1);
+	close(cfd);
 	for (int i = 0; i < n - 1; i++)
 		if (!cmd[i])
 			cmd[i] = ' ';
@@ -100,32 +110,119 @@ static void describe_holder(const char *abstract_name, char *out, size_t out_len
 	snprintf(out, out_len, "pid %d%s%s", pid, *cmd ? ": " : "", cmd);
 }
 
-int mmp_netns_lock(const char *name, char *holder, size_t holder_len)
+/* Our pid, for describe_holder: written after the lock is ours, so only the holder writes. */
+static void write_pid(int fd)
 {
-	struct sockaddr_un sun;
-	socklen_t len = abstract_addr(name, &sun);
-	int fd, err;
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (const struct sockaddr *)&sun, len)) {
-		err = -errno;
-		close(fd);
-		if (err == -EADDRINUSE && holder)
-			describe_holder(sun.sun_path + 1, holder, holder_len);
+	if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n)
+		return; /* only the refusal's "pid unknown" depends on it */
+}
+
+/* Take NAME, waiting for its holder when wait is set. */
+static int take(const char *name, bool wait, char *holder, size_t holder_len)
+{
+	struct flock fl = whole_file(F_WRLCK);
+	char file[FILE_NAME_MAX + 32];
+	int dir, fd, err;
+
+	dir = mmp_netns_dir_open();
+	if (dir < 0)
+		return dir;
+	escape(name, file, sizeof(file));
+	/* O_NOFOLLOW: no symlink can be planted (the directory is ours), but refuse one anyway. */
+	fd = openat(dir, file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	err = fd < 0 ? -errno : 0;
+	close(dir);
+	if (err) {
+		pr_err("cannot create the lock file for %s: %s", name, strerror(-err));
 		return err;
 	}
+	/* An OFD lock, not flock(): F_OFD_GETLK lets mmp_netns_locked look without taking it. */
+	while (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl)) {
+		if (errno == EINTR)
+			continue;
+		err = errno == EAGAIN || errno == EACCES ? -EADDRINUSE : -errno;
+		if (err == -EADDRINUSE)
+			describe_holder(fd, holder, holder_len);
+		else
+			pr_err("cannot lock the lock file for %s: %s", name, strerror(-err));
+		close(fd);
+		return err;
+	}
+	write_pid(fd);
 	return fd;
+}
+
+int mmp_netns_lock(const char *name, char *holder, size_t holder_len)
+{
+	return take(name, false, holder, holder_len);
+}
+
+int mmp_netns_lock_wait(const char *name)
+{
+	return take(name, true, NULL, 0);
+}
+
+/* The lock file NAME, opened read-only (never created), or -errno. */
+static int open_existing(int dir, const char *file)
+{
+	int fd = openat(dir, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
 }
 
 bool mmp_netns_locked(const char *name, char *holder, size_t holder_len)
 {
-	int fd = mmp_netns_lock(name, holder, holder_len);
+	char file[FILE_NAME_MAX + 32];
+	int dir = mmp_netns_dir_open(), fd;
+	bool held;
 
-	if (fd >= 0) {
-		close(fd);
+	if (dir < 0)
+		return false;
+	escape(name, file, sizeof(file));
+	fd = open_existing(dir, file);
+	close(dir);
+	if (fd < 0)
+		return false; /* no file: never taken in this namespace */
+	held = held_by_other(fd);
+	if (held)
+		describe_holder(fd, holder, holder_len);
+	close(fd);
+	return held;
+}
+
+bool mmp_netns_locks_find(const char *prefix, bool (*fn)(const char *name, void *arg), void *arg)
+{
+	int dir = mmp_netns_dir_open();
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (dir < 0)
+		return false;
+	d = fdopendir(dir);
+	if (!d) {
+		close(dir);
 		return false;
 	}
-	return fd == -EADDRINUSE;
+	while (!found && (de = readdir(d))) {
+		char name[FILE_NAME_MAX + 32];
+		int fd;
+
+		if (de->d_name[0] == '.' || de->d_type != DT_REG)
+			continue;
+		unescape(de->d_name, name, sizeof(name));
+		if (strncmp(name, prefix, strlen(prefix)))
+			continue;
+		fd = open_existing(dirfd(d), de->d_name);
+		if (fd < 0)
+			continue;
+		if (held_by_other(fd))
+			found = fn(name, arg);
+		close(fd);
+	}
+	closedir(d); /* closes dir */
+	return found;
 }

@@ -12,7 +12,6 @@
 #include "listen/port_range.h"
 
 #define LOCK_PREFIX "ports:"
-#define ABSTRACT_PREFIX "@mmproxy-bpf/" LOCK_PREFIX /* as /proc/net/unix lists it */
 
 struct ports {
 	int protocol;
@@ -70,32 +69,32 @@ static bool conflicts(const struct ports *a, const struct ports *b)
 	       mmp_port_ranges_overlap(mmp_sa_port(&a->addr), a->hi, mmp_sa_port(&b->addr), b->hi);
 }
 
-/* Another instance's lock in /proc/net/unix (this namespace's) that overlaps ours: its name in other. */
+struct overlap_search {
+	const struct ports *ours;
+	const char *our_name;
+	char *other;
+	size_t len;
+};
+
+/* mmp_netns_locks_find's callback: whether the held lock name overlaps ours (then its name in other). */
+static bool overlaps(const char *name, void *arg)
+{
+	struct overlap_search *s = arg;
+	struct ports theirs;
+
+	if (!strcmp(name, s->our_name) || parse_name(name + strlen(LOCK_PREFIX), &theirs) ||
+	    !conflicts(s->ours, &theirs))
+		return false;
+	snprintf(s->other, s->len, "%s", name);
+	return true;
+}
+
+/* Another instance's held lock in this namespace that overlaps ours: its name in other. */
 static bool find_overlap(const struct ports *ours, const char *our_name, char *other, size_t len)
 {
-	char line[512], path[256];
-	FILE *f = fopen("/proc/net/unix", "re");
-	bool found = false;
+	struct overlap_search s = { .ours = ours, .our_name = our_name, .other = other, .len = len };
 
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		struct ports theirs;
-		const char *name;
-
-		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %255s", path) != 1 ||
-		    strncmp(path, ABSTRACT_PREFIX, strlen(ABSTRACT_PREFIX)))
-			continue;
-		name = path + strlen("@mmproxy-bpf/");
-		if (!strcmp(name, our_name) || parse_name(name + strlen(LOCK_PREFIX), &theirs))
-			continue;
-		if (conflicts(ours, &theirs)) {
-			snprintf(other, len, "%s", name);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
+	return mmp_netns_locks_find(LOCK_PREFIX, overlaps, &s);
 }
 
 int mmp_port_lock(const struct mmp_config *cfg, int *lock_fd)
@@ -114,10 +113,8 @@ int mmp_port_lock(const struct mmp_config *cfg, int *lock_fd)
 		       holder);
 		return fd;
 	}
-	if (fd < 0) {
-		pr_err("failed to take the port lock %s: %s", name, strerror(-fd));
-		return fd;
-	}
+	if (fd < 0)
+		return fd; /* logged by mmp_netns_lock */
 	/* Taken first, then looked for others: of two that start at once, at least one sees the other. */
 	if (find_overlap(&ours, name, other, sizeof(other))) {
 		mmp_netns_locked(other, holder, sizeof(holder));
