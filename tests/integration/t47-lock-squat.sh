@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# t47: an unprivileged user cannot hold mmproxy-bpf's locks (issue 26,
-# finding 3; docs/DESIGN.md §6b).
+# t47: an unprivileged user cannot hold mmproxy-bpf's locks, and lo's
+# sysctls go back to what they were (issue 26, finding 3 and the minor
+# finding on route_localnet/accept_local; docs/DESIGN.md §6b).
 #
 #   1 uid 65534 in the proxy namespace binds the abstract names the locks
 #     used to be (mmproxy-bpf/pin:DIR, ports:tcp:ADDR:RANGE, the whole
@@ -15,8 +16,12 @@
 #   5 a lock directory another user could write is refused with one line
 #     naming the fix (MMP_LOCK_DIR: group-writable, owned by uid 65534, a
 #     symlink); nothing pinned, no filter left.
+#   6 lo's route_localnet and accept_local, both 0, are turned on by `run
+#     --engine tc` and stay on after its exit; `cleanup` of a stopped instance
+#     while another runs keeps them ("kept:"), `cleanup` once none runs puts
+#     both back to 0; setup-routing and cleanup-routing do the same.
 # Fails on the old code: 1, 3 and 4 (the abstract names were taken), 5 (no
-# lock directory to check).
+# lock directory to check), 6 (nothing put back).
 source "$(dirname "$0")/lib.sh"
 if ! is_bpf; then
 	echo "SKIP t47 lock squatting: mmproxy-bpf only"
@@ -192,6 +197,41 @@ for kind in group-writable nobody symlink; do
 	[[ -z $(find "$BAD/nobody" -mindepth 1 2>/dev/null) ]] || case_fail "$kind: wrote into uid 65534's directory"
 done
 [[ -z $(ns_exec "$TOPO_PROXY" tc filter show dev lo ingress 2>/dev/null) ]] || case_fail "a TC filter was left on lo"
+case_end
+
+# ---------------------------------------------------------------- case 6 --
+lo_values() { ns_exec "$TOPO_PROXY" sysctl -n net.ipv4.conf.lo.route_localnet net.ipv4.conf.lo.accept_local | paste -sd' '; }
+
+case_begin "6 lo's route_localnet/accept_local: on at start, kept while one runs, put back by cleanup"
+ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=0 net.ipv4.conf.lo.accept_local=0
+if ! inst_start d -- -l "127.0.0.1:$LO-$HI" --pin-dir "$PIN" --engine tc; then
+	case_fail "instance d did not start: $(inst_err)"
+else
+	PID_D=$MMP_PID
+	[[ $(lo_values) == "1 1" ]] || case_fail "run --engine tc did not turn them on: $(lo_values)"
+	if inst_start e -- -l "127.0.0.1:$((HI + 10))" --pin-dir "$PIN-b" --engine tc; then
+		proc_stop "$MMP_PID" 10
+		[[ $(lo_values) == "1 1" ]] || case_fail "an exit changed them: $(lo_values)"
+		out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" cleanup --pin-dir "$PIN-b" 2>&1)
+		grep -q "^kept: lo's route_localnet and accept_local stay on while an instance runs in this network namespace ($PIN)" <<<"$out" ||
+			case_fail "cleanup beside a running instance: $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
+		[[ $(lo_values) == "1 1" ]] || case_fail "cleanup beside a running instance changed them: $(lo_values)"
+	else
+		case_fail "instance e did not start: $(inst_err)"
+	fi
+	proc_stop "$PID_D" 10
+	[[ $(lo_values) == "1 1" ]] || case_fail "the exit changed them: $(lo_values)"
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" cleanup --pin-dir "$PIN" 2>&1)
+	[[ $(lo_values) == "0 0" ]] || case_fail "cleanup once none runs left them at $(lo_values): $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
+	grep -q "^restored: /proc/sys/net/ipv4/conf/lo/route_localnet = 0" <<<"$out" ||
+		case_fail "no 'restored:' line: $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
+fi
+# setup-routing records the same way; cleanup-routing (last: it removes the test's routing) puts back.
+ns_exec "$TOPO_PROXY" "$MMP_BIN" setup-routing --table 123 >/dev/null 2>&1
+[[ $(lo_values) == "1 1" ]] || case_fail "setup-routing did not turn them on: $(lo_values)"
+ns_exec "$TOPO_PROXY" "$MMP_BIN" cleanup-routing --table 123 >/dev/null 2>&1
+[[ $(lo_values) == "0 0" ]] || case_fail "cleanup-routing left them at $(lo_values)"
+[[ -e $LOCKDIR/saved.lo-sysctls ]] && case_fail "the record is still there after cleanup-routing"
 case_end
 
 t_finish

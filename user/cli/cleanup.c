@@ -12,6 +12,7 @@
 #include "engine/tc/tc_engine.h"
 #include "lib/instance.h"
 #include "lib/instance_lock.h"
+#include "lib/lo_sysctls_saved.h"
 #include "policy/xdp_gate.h"
 #include "mmp_xdp.h"
 
@@ -69,10 +70,15 @@ int mmp_cleanup_command(const struct mmp_config *cfg)
 	static struct mmp_instances todo;
 	int busy = 0;
 
-	if (mmp_instances_choose(cfg, "cleanup", &todo))
+	if (mmp_instances_choose(cfg, "cleanup", &todo)) {
+		if (todo.n == 0) /* nothing pinned, but lo may still hold what a stopped instance set */
+			mmp_lo_sysctls_restore();
 		return 1;
+	}
 	for (int i = 0; i < todo.n; i++)
 		busy += cleanup_one(todo.dir[i]);
+	/* lo's sysctls as they were before the first start (DESIGN §6b), once no instance runs here. */
+	mmp_lo_sysctls_restore();
 	/* --all skips running instances; one named instance that runs is an error. */
 	return cfg->all ? 0 : busy > 0;
 }

@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "cli/routing.h"
 #include "lib/lo_sysctls.h"
+#include "lib/lo_sysctls_saved.h"
 #include "lib/sockaddr.h"
 #include "tcp/upstream.h"
 
@@ -116,15 +117,21 @@ static int setup_family(const struct family_route *r, const char *table)
 
 static void set_lo_sysctls(void)
 {
+	bool recorded, wrote = false;
+	int saved = mmp_lo_sysctls_save(&recorded); /* what cleanup-routing puts back */
+
 	for (size_t i = 0; i < MMP_LO_SYSCTLS; i++) {
 		FILE *f = fopen(mmp_lo_sysctls[i], "we");
 
-		if (f && fputs("1\n", f) >= 0 && fclose(f) == 0)
+		if (f && fputs("1\n", f) >= 0 && fclose(f) == 0) {
 			printf("ok: %s = 1\n", mmp_lo_sysctls[i]);
-		else
+			wrote = true;
+		} else {
 			pr_err("failed to set %s (the in-kernel UDP path for remote load balancers needs it)",
 			       mmp_lo_sysctls[i]);
+		}
 	}
+	mmp_lo_sysctls_unsave(saved, recorded, wrote);
 }
 
 int mmp_routing_setup(int table)
@@ -161,6 +168,7 @@ int mmp_routing_cleanup(int table)
 		printf("removed: ip %s rule from %s iif lo table %s (%d) and its local route\n", r->ipflag, r->from,
 		       t, removed);
 	}
+	mmp_lo_sysctls_restore();
 	return 0;
 }
 

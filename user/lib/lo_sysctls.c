@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "lib/lo_sysctls.h"
+#include "lib/lo_sysctls_saved.h"
 
 /*
  * lo sysctls that let lo take IPv4 packets to 127.0.0.1 from foreign sources:
@@ -45,7 +46,8 @@ static bool is_on(const char *path)
 
 int mmp_lo_sysctls_enable(void)
 {
-	int changed = 0;
+	bool recorded, wrote = false;
+	int err = 0, saved = mmp_lo_sysctls_save(&recorded); /* for cleanup to put them back */
 
 	for (size_t i = 0; i < MMP_LO_SYSCTLS; i++) {
 		FILE *f;
@@ -53,13 +55,18 @@ int mmp_lo_sysctls_enable(void)
 		if (is_on(mmp_lo_sysctls[i]))
 			continue;
 		f = fopen(mmp_lo_sysctls[i], "we");
-		if (!f)
-			return -errno;
+		if (!f) {
+			err = -errno;
+			break;
+		}
 		/* The write reaches the kernel at fclose; its error is the one that counts. */
 		fputs("1\n", f);
-		if (fclose(f))
-			return -errno;
-		changed = 1;
+		if (fclose(f)) {
+			err = -errno;
+			break;
+		}
+		wrote = true;
 	}
-	return changed;
+	mmp_lo_sysctls_unsave(saved, recorded, wrote);
+	return err ? err : wrote;
 }
