@@ -6,6 +6,7 @@
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "lib/clsact.h"
 
@@ -84,4 +85,35 @@ int mmp_clsact_remove_if_empty(int ifindex)
 	/* A filter attached between the count and here would go too: a window of microseconds. */
 	n = bpf_tc_hook_destroy(&hook);
 	return n == 0 ? 1 : (n == -ENOENT || n == -EINVAL ? 0 : n);
+}
+
+int mmp_clsact_filter_foreign(int ifindex, bool egress, __u32 handle, __u32 prio, int map_fd)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = egress ? BPF_TC_EGRESS : BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = handle, .priority = prio);
+	struct bpf_map_info minfo = { 0 };
+	struct bpf_prog_info pinfo = { 0 };
+	__u32 ids[64], len = sizeof(minfo);
+	int prog_fd, err;
+
+	err = bpf_tc_query(&hook, &opts);
+	if (err == -ENOENT || err == -EINVAL) /* no filter there, or no clsact qdisc yet */
+		return 0;
+	if (err)
+		return err;
+	if (bpf_obj_get_info_by_fd(map_fd, &minfo, &len))
+		return -errno;
+	prog_fd = bpf_prog_get_fd_by_id(opts.prog_id);
+	if (prog_fd < 0)
+		return errno == ENOENT ? 0 : -errno; /* gone meanwhile */
+	pinfo.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
+	pinfo.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(pinfo);
+	err = bpf_obj_get_info_by_fd(prog_fd, &pinfo, &len) ? -errno : 1;
+	close(prog_fd);
+	for (__u32 i = 0; err == 1 && i < pinfo.nr_map_ids && i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (ids[i] == minfo.id)
+			err = 0;
+	return err;
 }

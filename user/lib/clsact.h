@@ -7,6 +7,9 @@
 #ifndef MMP_CLSACT_H
 #define MMP_CLSACT_H
 
+#include <stdbool.h>
+#include <linux/types.h>
+
 /* Filters on ifindex's clsact ingress and egress hooks together, or -errno. */
 int mmp_clsact_filter_count(int ifindex);
 
@@ -16,5 +19,13 @@ int mmp_clsact_filter_count(int ifindex);
  * filters, or no qdisc), or -errno.
  */
 int mmp_clsact_remove_if_empty(int ifindex);
+
+/*
+ * Is the filter at handle/prio on ifindex's hook someone else's? Ours are
+ * told apart by a map their program uses (map_fd). Returns 1 when a filter
+ * is there and its program does not use that map, 0 when there is none or
+ * it does, or -errno.
+ */
+int mmp_clsact_filter_foreign(int ifindex, bool egress, __u32 handle, __u32 prio, int map_fd);
 
 #endif

@@ -72,6 +72,7 @@ struct mmp_tc {
 	char pin_dir[PATH_MAX - 64];
 	int tuples_fd, flows_fd;
 	int ifindex[MAX_IFACES]; /* [0] is lo */
+	bool attached[MAX_IFACES][2]; /* [iface][egress]: our filter is on that hook (detach only those) */
 	int nifaces;
 	int raw4, raw6; /* window updates */
 	/*

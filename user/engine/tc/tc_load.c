@@ -44,10 +44,29 @@ static int attach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point wher
 	err = bpf_tc_hook_create(&hook);
 	if (err && err != -EEXIST)
 		goto fail;
-	/* REPLACE: a restarted instance takes over its predecessor's filter in place. */
+	/*
+	 * REPLACE: a restarted instance takes over its predecessor's filter in
+	 * place, which uses the maps this one adopted. A filter at our priority
+	 * whose program uses other maps belongs to another instance whose pin
+	 * directory hashes to the same priority (lib/instance.c), and may still
+	 * carry its kept flows: never take it over.
+	 */
+	err = mmp_clsact_filter_foreign(tc->ifindex[idx], where == BPF_TC_EGRESS, tc->id.handle, tc->id.prio,
+					bpf_map__fd(tc->skel->maps.mmp_tc_flows));
+	if (err == 1) {
+		if_indextoname(tc->ifindex[idx], name);
+		pr_err("tc engine: %s %s already has a filter at priority %u that is not this instance's (its maps are "
+		       "not the ones pinned in %s): another instance's pin directory maps to the same priority; give "
+		       "this one another --pin-dir, or run `mmproxy-bpf cleanup --pin-dir DIR` for the other if it "
+		       "is gone for good",
+		       name, where == BPF_TC_EGRESS ? "egress" : "ingress", tc->id.prio, tc->pin_dir);
+		return -EBUSY;
+	}
 	err = bpf_tc_attach(&hook, &opts);
-	if (!err)
+	if (!err) {
+		tc->attached[idx][where == BPF_TC_EGRESS] = true;
 		return 0;
+	}
 fail:
 	if_indextoname(tc->ifindex[idx], name);
 	pr_err("tc engine: failed to attach to %s %s: %s", name, where == BPF_TC_EGRESS ? "egress" : "ingress",
@@ -60,8 +79,13 @@ static void detach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point whe
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex[idx], .attach_point = where);
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = tc->id.handle, .priority = tc->id.prio);
 
-	/* Our filter only: the clsact qdisc may carry other filters (the UDP engine's, other tools'). */
-	bpf_tc_detach(&hook, &opts);
+	/*
+	 * Our filter only: the clsact qdisc may carry other filters (the UDP
+	 * engine's, other tools'), and a hook we never attached to may hold
+	 * another instance's filter at our priority (attach_hook refused it).
+	 */
+	if (tc->attached[idx][where == BPF_TC_EGRESS])
+		bpf_tc_detach(&hook, &opts);
 }
 
 static int open_raw(int family)
