@@ -14,7 +14,7 @@
  *              [--net 203.0.113.] [--hosts H] [--port-base PORT]
  *              [--close fin|mix] [--hold-ms MS] [--timeout SEC]
  *              [--first-hold-ms MS] [--max-failures K] [--idle K]
- *              [--stall-report-ms MS] [--echo]
+ *              [--stall-report-ms MS] [--echo] [--lb-netns PATH]
  *
  * Connection i claims to come from NET(1 + i % H):(PORT + i / H), as in
  * mmpt-flood (H = 200, PORT = 30000 by default); NET may be IPv6
@@ -54,17 +54,28 @@
  * load balancer's EOF arrived and every byte went back. Both directions are
  * still checked byte for byte (down must be exactly what up was).
  * --stall-report-ms MS (default 2000): a connection that moved no byte for
- * MS is reported once, while it is still open, so that a test can look at
- * its sockets and map entries before the timeout closes it:
+ * MS since its handshake ended is reported once, while it is still open, so
+ * that a test can look at its sockets and map entries before the timeout
+ * closes it:
  *   stall I ADDR PORT lb_port P lb_sent N lb_recvd N up_sent N up_recvd N
  * (P: the load balancer's local port, the proxy sees it as the LB's port).
+ * --lb-netns PATH (e.g. /run/netns/NAME): the load balancer's sockets are
+ * made in that network namespace, the upstream's listener in the tool's own:
+ * the load balancer's traffic then crosses the link between the two (t48
+ * puts netem on it), while one process still sees both ends. The namespace
+ * is entered only around socket(); a socket keeps the namespace it was made
+ * in, whatever the thread that uses it later.
  *
  * Per connection, when both ends are done:
- *   conn I ADDR PORT kind K ms T gap_down_ms G1 gap_up_ms G2 up N ok|BAD down N ok|BAD [error E]
+ *   conn I ADDR PORT kind K ms T gap_down_ms G1 gap_up_ms G2 stall_ms S up N ok|BAD down N ok|BAD [error E]
  * T: from the load balancer's connect() to both ends done. G1: the longest
  * time the load balancer waited between two reads (from its connect to the
  * upstream's EOF or reset: the upstream->client direction); G2: the same at
- * the upstream (from accept: client->upstream). up/down: bytes received by
+ * the upstream (from accept: client->upstream). S: the longest time the
+ * stream delivered nothing, neither end receiving a byte, from the end of
+ * the load balancer's handshake until both ends are done (a stall of the
+ * whole connection, where one direction's gap may be a retransmission the
+ * other direction does not wait for). up/down: bytes received by
  * the upstream / the load balancer, "ok" when they are exactly what the other
  * end sent (count and sha256). Then, at the end:
  *   bidir ok N failed M ms T
@@ -74,7 +85,9 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +130,8 @@ struct slot {
 	uint64_t t0_us, deadline_us;
 	uint64_t progress_us; /* last time either end moved a byte */
 	uint64_t progress_mark; /* bytes moved by both ends at that time */
+	uint64_t rx_us, rx_mark; /* last time either end received a byte, and their sum then */
+	uint64_t max_stall_us; /* longest time neither end received a byte, once established */
 	bool stall_reported;
 	struct end *lb, *up; /* up is NULL until the proxy connected */
 };
@@ -320,6 +335,30 @@ static bool end_write(struct end *e)
 	return false;
 }
 
+/* --lb-netns: the namespace the load balancer's sockets are made in, and ours (-1: unused). */
+static int g_lb_ns = -1, g_own_ns = -1;
+
+static void lb_netns_open(const char *path)
+{
+	g_lb_ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (g_lb_ns < 0)
+		die("--lb-netns %s: %s", path, strerror(errno));
+	g_own_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (g_own_ns < 0)
+		die("/proc/self/ns/net: %s", strerror(errno));
+}
+
+/* connect_start(), with the socket made in --lb-netns when given. */
+static int lb_connect_start(const struct sockaddr_storage *ta, socklen_t tl, int *err)
+{
+	if (g_lb_ns >= 0 && setns(g_lb_ns, CLONE_NEWNET))
+		die("setns --lb-netns: %s (root is needed)", strerror(errno));
+	int fd = connect_start(ta, tl, err);
+	if (g_own_ns >= 0 && setns(g_own_ns, CLONE_NEWNET))
+		die("setns back to the tool's namespace: %s", strerror(errno));
+	return fd;
+}
+
 static int outq(int fd)
 {
 	int n = 0;
@@ -432,6 +471,8 @@ int main(int argc, char **argv)
 			g_idle = atoi(v);
 		else if (!strcmp(a, "--stall-report-ms"))
 			stall_us = strtoull(v, NULL, 0) * 1000;
+		else if (!strcmp(a, "--lb-netns"))
+			lb_netns_open(v);
 		else if (!claim_opt(&o, a, v))
 			die("unknown option %s (see the comment at the top of tests/tools/mmpt-bidir.c)", a);
 		i++;
@@ -495,7 +536,7 @@ int main(int argc, char **argv)
 				   : sl->idx % 4 == 2			      ? K_LB_RST
 									      : K_UP_RST;
 			claimed_src(&o, sl->idx, &sl->src);
-			int err, fd = connect_start(&ta, tl, &err);
+			int err, fd = lb_connect_start(&ta, tl, &err);
 			/* After connect() but before any write, so it still applies to all data. */
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			sl->lb = end_new(fd, 1000 + 2 * (uint64_t)sl->idx, sl->kind == K_LB_RST, sl->kind != K_FIN);
@@ -606,6 +647,11 @@ int main(int argc, char **argv)
 				e->t_start_us = e->last_rx_us = now_us();
 				e->not_before_us = e->t_start_us + g_first_hold_us;
 				sl->st = S_RUNNING;
+				/*
+				 * Both stall clocks start with the stream, not the handshake: a
+				 * lost SYN waits 1 s by TCP's own rule, and no proxy is involved yet.
+				 */
+				sl->rx_us = sl->progress_us = e->t_start_us;
 				if (!e->failed)
 					end_write(e);
 				continue;
@@ -643,6 +689,18 @@ int main(int argc, char **argv)
 			bool timed_out = now_us() > sl->deadline_us;
 			uint64_t moved = sl->lb->sent - (sl->lb->pend_len - sl->lb->pend_off) + sl->lb->recvd +
 					 (sl->up ? sl->up->sent - (sl->up->pend_len - sl->up->pend_off) + sl->up->recvd : 0);
+			/*
+			 * stall_ms: the stream's longest time without delivery, both
+			 * directions together. Written bytes do not count: a sender
+			 * keeps filling its socket buffer while the path is stuck.
+			 */
+			uint64_t rxd = sl->lb->recvd + (sl->up ? sl->up->recvd : 0);
+			if (sl->st == S_RUNNING && !(lb_done && up_done) && (rxd != sl->rx_mark || timed_out)) {
+				if (now_us() - sl->rx_us > sl->max_stall_us)
+					sl->max_stall_us = now_us() - sl->rx_us;
+				sl->rx_mark = rxd;
+				sl->rx_us = now_us();
+			}
 			if (moved != sl->progress_mark) {
 				sl->progress_mark = moved;
 				sl->progress_us = now_us();
@@ -682,10 +740,12 @@ int main(int argc, char **argv)
 			else if (sl->kind == K_FIN && (sl->lb->peer_reset || sl->up->peer_reset))
 				snprintf(err, sizeof(err), " error unexpected reset seen by the %s",
 					 sl->lb->peer_reset ? "load balancer" : "upstream");
-			printf("conn %d %s kind %s ms %.1f gap_down_ms %.1f gap_up_ms %.1f up %llu %s down %llu %s%s\n",
+			printf("conn %d %s kind %s ms %.1f gap_down_ms %.1f gap_up_ms %.1f stall_ms %.1f up %llu %s down %llu "
+			       "%s%s\n",
 			       sl->idx, fmt_addr(&sl->src, a, sizeof(a)), kind_name[sl->kind],
 			       (now_us() - sl->t0_us) / 1000.0, sl->lb->max_gap_us / 1000.0,
-			       sl->up ? sl->up->max_gap_us / 1000.0 : 0.0, (unsigned long long)(sl->up ? sl->up->recvd : 0),
+			       sl->up ? sl->up->max_gap_us / 1000.0 : 0.0, sl->max_stall_us / 1000.0,
+			       (unsigned long long)(sl->up ? sl->up->recvd : 0),
 			       up_ok ? "ok" : "BAD", (unsigned long long)sl->lb->recvd, down_ok ? "ok" : "BAD", err);
 			if (up_ok && down_ok && !err[0])
 				ok++;

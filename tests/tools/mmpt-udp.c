@@ -28,8 +28,16 @@
  *       sends every client through one socket, as an SPP load balancer may:
  *       each reply must then carry the header of the client its payload
  *       belongs to. Prints "result clients N sent S echoed
- *       E missing M reordered R bad B"; exits 1 when --echo and anything is
- *       missing, reordered or bad.
+ *       E missing M reordered R bad B send_errors X ms T max_gap_ms G
+ *       unique Q dups D";
+ *       exits 1 when --echo and anything is missing, reordered or bad. G
+ *       (with --echo): the longest time a client waited between two good
+ *       replies while it was sending or they were due (a stall of the path;
+ *       --pause-ms is not counted: the wait restarts when sending resumes).
+ *       Q: sequence numbers that came back at least once, D: good replies
+ *       for a sequence number that already had one (a path that duplicates;
+ *       "reordered" counts those too, and "missing" then undercounts loss,
+ *       which is sent - Q).
  *
  *   mmpt-udp bad -c PROXY --kind KIND [--client ADDR:PORT] [--bind ADDR] [--count N]
  *       Send N (default 1) malformed datagrams of one kind: truncated,
@@ -281,6 +289,9 @@ struct client {
 	uint8_t hdr[64];
 	size_t hdr_len;
 	uint64_t sent, echoed, next_echo, reordered, bad;
+	uint64_t last_reply_ms; /* 0 until its first send; then the last good reply (max_gap_ms) */
+	uint8_t *seen; /* one bit per sequence number that came back (unique, dups) */
+	uint64_t unique, dups;
 };
 
 static int cmd_send(int argc, char **argv)
@@ -360,6 +371,9 @@ static int cmd_send(int argc, char **argv)
 		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
 		int rcv = 1 << 20;
 		cl[i].id = i;
+		cl[i].seen = calloc(count / 8 + 1, 1);
+		if (!cl[i].seen)
+			die("out of memory");
 		client_addr(&base, i, hosts, &ca);
 		if (fmt == F_V2 || fmt == F_FIRST)
 			cl[i].hdr_len = v2_dgram(cl[i].hdr, &ca, &dst);
@@ -389,7 +403,7 @@ static int cmd_send(int argc, char **argv)
 	uint64_t deadline = t0 + (uint64_t)(timeout * 1000), last_send = 0;
 	double interval_ms = rate > 0 ? 1000.0 / rate : 0;
 	unsigned next_client = 0;
-	uint64_t send_errors = 0, resume_at = 0;
+	uint64_t send_errors = 0, resume_at = 0, max_gap_ms = 0;
 	bool paused = false;
 	while (now_ms() < deadline) {
 		/* Every client has sent pause_after datagrams: wait (reading replies), once. */
@@ -399,6 +413,9 @@ static int cmd_send(int argc, char **argv)
 			if (now_ms() >= resume_at) {
 				paused = true;
 				t0 += pause_ms; /* keep the rate schedule */
+				/* The pause is the sender's, not a stall: the wait for replies starts again. */
+				for (unsigned i = 0; i < nclients; i++)
+					cl[i].last_reply_ms = now_ms();
 			}
 		}
 		/* Send what the rate allows by now, clients in turn. */
@@ -414,6 +431,8 @@ static int cmd_send(int argc, char **argv)
 				off = c->hdr_len;
 			}
 			payload_fill(pkt + off, size, c->id, c->sent);
+			if (!c->last_reply_ms)
+				c->last_reply_ms = now_ms(); /* a reply is due from now on */
 			if (send(c->fd, pkt, off + size, 0) < 0) {
 				if (errno == EAGAIN || errno == ENOBUFS)
 					break; /* retry this one */
@@ -475,6 +494,12 @@ static int cmd_send(int argc, char **argv)
 					c->bad++;
 					continue;
 				}
+				if (seq < count && c->seen[seq / 8] & 1u << (seq % 8)) {
+					c->dups++;
+				} else if (seq < count) {
+					c->seen[seq / 8] |= (uint8_t)(1u << (seq % 8));
+					c->unique++;
+				}
 				/* A gap is a loss (counted as missing at the end); going back is a reorder. */
 				if (seq < c->next_echo) {
 					c->reordered++;
@@ -482,10 +507,14 @@ static int cmd_send(int argc, char **argv)
 				}
 				c->echoed++;
 				c->next_echo = seq + 1;
+				uint64_t t = now_ms();
+				if (c->last_reply_ms && t - c->last_reply_ms > max_gap_ms)
+					max_gap_ms = t - c->last_reply_ms;
+				c->last_reply_ms = t;
 			}
 		}
 	}
-	uint64_t echoed = 0, reordered = 0, bad = 0;
+	uint64_t echoed = 0, reordered = 0, bad = 0, unique = 0, dups = 0;
 	unsigned named = 0;
 	for (unsigned i = 0; i < nclients; i++) {
 		/* Name a few clients that missed replies: where to look in the proxy's log. */
@@ -499,14 +528,19 @@ static int cmd_send(int argc, char **argv)
 		echoed += cl[i].echoed;
 		reordered += cl[i].reordered;
 		bad += cl[i].bad;
+		unique += cl[i].unique;
+		dups += cl[i].dups;
+		free(cl[i].seen);
 		if (!shared || i == 0)
 			close(cl[i].fd);
 	}
 	uint64_t missing = want_echo && echoed + reordered < sent_total ? sent_total - echoed - reordered : 0;
-	printf("result clients %u sent %llu echoed %llu missing %llu reordered %llu bad %llu send_errors %llu ms %llu\n",
+	printf("result clients %u sent %llu echoed %llu missing %llu reordered %llu bad %llu send_errors %llu ms %llu "
+	       "max_gap_ms %llu unique %llu dups %llu\n",
 	       nclients, (unsigned long long)sent_total, (unsigned long long)echoed, (unsigned long long)missing,
 	       (unsigned long long)reordered, (unsigned long long)bad, (unsigned long long)send_errors,
-	       (unsigned long long)(now_ms() - t0));
+	       (unsigned long long)(now_ms() - t0), (unsigned long long)max_gap_ms, (unsigned long long)unique,
+	       (unsigned long long)dups);
 	if (sent_total < total)
 		return 1;
 	return want_echo && (missing || reordered || bad || send_errors) ? 1 : 0;
