@@ -84,6 +84,16 @@ LOSS_MAX_PCT=10                # the link loses about 2% of round trips (1% each
 # netem's "delay 10ms 5ms reorder 5% loss 1% duplicate 1%", as mmpt-chaos takes it.
 CHAOS=(--delay-ms 10 --jitter-ms 5 --reorder-pct 5 --loss-pct 1 --dup-pct 1)
 
+# The wire and the measuring tool run SCHED_FIFO: on a loaded host (2
+# shared cores, load 11 while measured) a descheduled wire or mmpt-bidir
+# stalled every stream at once for 0.5-0.8 s, under splice as under tc,
+# which is the host's stall, not the proxy's. Both sleep between packets,
+# and the kernel's RT throttling bounds them anyway. The proxy runs as
+# usual: its own scheduling is part of what is measured.
+RT_WRAP=()
+command -v chrt >/dev/null && chrt -f 1 true 2>/dev/null && RT_WRAP=(chrt -f 1)
+BIDIR_WRAP=("${RT_WRAP[@]}")
+
 WIRE_NS="mmpt-$$-wire"
 LB_IP4=192.0.2.2 P_IP4=192.0.2.1
 
@@ -112,7 +122,7 @@ chaos_topology() {
 		ip -n ${l% *} link set ${l#* } up || return 1
 	done
 	CHAOS_LOG="$T_TMP/chaos.log"
-	proc_start CHAOS_PID "$CHAOS_LOG" "$WIRE_NS" "$MMP_TOOLS/mmpt-chaos" -a veth-wc -b veth-wp --off "${CHAOS[@]}"
+	proc_start CHAOS_PID "$CHAOS_LOG" "$WIRE_NS" "${RT_WRAP[@]}" "$MMP_TOOLS/mmpt-chaos" -a veth-wc -b veth-wp --off "${CHAOS[@]}"
 	wait_grep "$CHAOS_LOG" '^ready' 5 || return 1
 	# A remote load balancer's flows reach the kernel path only with these (t13).
 	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1

@@ -237,6 +237,9 @@ tc_run_bidir() {
 	tc_bidir_wait
 }
 
+# BIDIR_WRAP (an array, default empty) goes in front of the tool, e.g.
+# (chrt -f 1) so that a loaded host does not stall the measuring tool (t48).
+BIDIR_WRAP=()
 tc_bidir_start() {
 	BIDIR_NS=$1
 	BIDIR_OUT=$2
@@ -246,7 +249,7 @@ tc_bidir_start() {
 	BIDIR_SEEN=0
 	BIDIR_T0=$(date +%s%N)
 	: >"$BIDIR_OUT"
-	proc_start BIDIR_PID "$BIDIR_OUT" "$BIDIR_NS" "$MMP_TOOLS/mmpt-bidir" "$@"
+	proc_start BIDIR_PID "$BIDIR_OUT" "$BIDIR_NS" "${BIDIR_WRAP[@]}" "$MMP_TOOLS/mmpt-bidir" "$@"
 }
 
 # tc_bidir_poll: save the diagnostics of new "stall" lines (see above).
