@@ -16,7 +16,9 @@
 #     header-less datagrams never reach the upstream as the old client;
 #   - a flow the kernel alone keeps busy stays open; once quiet it closes
 #     2 to 3 s later (-c 2), its entries gone; after SIGTERM the filters
-#     and pins are gone too.
+#     and pins are gone too;
+#   - flows whose entries went stale for good (v2 TLVs, an SPP proxy
+#     address that keeps changing) leave no entry in any map once closed.
 source "$(dirname "$0")/udp-lib.sh"
 udp_setup t35-udp-fast
 
@@ -191,6 +193,43 @@ else
 fi
 left=$(bpftool -j map dump pinned "$MMP_PINDIR/mmp_udp_fwd" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [[ $left == 0 ]] || case_fail "$left entries left in mmp_udp_fwd once every flow closed"
+case_end
+
+# fast_entries MAP: how many entries it holds, and how many of them are stale ("N S").
+fast_entries() {
+	bpftool -j map dump pinned "$MMP_PINDIR/$1" 2>/dev/null | python3 -c '
+import json, sys
+e = json.load(sys.stdin)
+print(len(e), sum(1 for x in e if x.get("formatted", {}).get("value", {}).get("stale")))'
+}
+
+# Issue 26 (5): after MAX_STALE_REARMS stale marks userspace stops re-arming
+# a flow's forward entry, and closing the flow used to skip that entry (and
+# its mmp_udp_drain entry when the replies were not in the kernel): the maps
+# filled up, and the fast path refused every new flow until a restart.
+case_begin "headers the kernel leaves to userspace (v2 TLVs, SPP proxy address changes): no entry left once the flows close"
+udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --tlv --client 203.0.113.94:37100 --bind "$TOPO_CLIENT_IP4:45100" \
+	-n 40 --rate 200 --echo --timeout 5 || case_fail "v2 with a TLV: $(udp_result)"
+# A remote SPP LB (its replies stay in userspace): a new proxy address at each run, 12 runs on one flow.
+for i in $(seq 1 12); do
+	udp_send "$TOPO_CLIENT" -c "$PROXY4" --format spp --client 203.0.113.94:37200 --bind "$TOPO_CLIENT_IP4:45200" \
+		--dst "192.0.2.$((i % 2 + 1)):443" -n 3 --rate 200 --echo --timeout 5 || case_fail "spp run $i: $(udp_result)"
+done
+read -r n stale <<<"$(fast_entries mmp_udp_fwd)"
+# Both flows' forward entries went stale for good: what used to leak.
+((stale >= 2)) || case_fail "$n entries in mmp_udp_fwd, $stale stale: want both flows' entries stale (the trigger)"
+t1=$(now_ms)
+while (udp_has_port 37100 || udp_has_port 37200) && (($(now_ms) - t1 < 6000)); do
+	sleep 0.1
+done
+if udp_has_port 37100 || udp_has_port 37200; then
+	case_fail "a flow still open 6 s after its last datagram (-c 2)"
+fi
+for map in mmp_udp_fwd mmp_udp_rev mmp_udp_drain; do
+	read -r n _ <<<"$(fast_entries "$map")"
+	((n == 0)) || case_fail "$n entries left in $map once the flows closed"
+done
+case_note "fast_passed $(udp_counter fast_passed); both flows' entries stale, then gone with them"
 case_end
 
 mmp_stop

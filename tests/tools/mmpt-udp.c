@@ -13,7 +13,7 @@
  *                 [--clients N] [--hosts H] [--dst ADDR:PORT] [-n COUNT]
  *                 [--rate PPS] [--size BYTES (0, or 16..60000)] [--bind ADDR] [--echo]
  *                 [--timeout S] [--hold-ms MS] [--pause-after K --pause-ms MS]
- *                 [--shared-socket]
+ *                 [--shared-socket] [--tlv]
  *       The load balancer, udppp style: one socket per client, clients
  *       ADDR+(i % H) port PORT+(i / H). "v2": a PROXY v2 DGRAM header on
  *       every datagram; "first": on the first only (Spectrum); "spp":
@@ -27,9 +27,10 @@
  *       tests: with "first", what follows carries no header). --shared-socket
  *       sends every client through one socket, as an SPP load balancer may:
  *       each reply must then carry the header of the client its payload
- *       belongs to. Prints "result clients N sent S echoed
- *       E missing M reordered R bad B send_errors X ms T max_gap_ms G
- *       unique Q dups D";
+ *       belongs to. --tlv: v2 and first headers end with a NOOP TLV (a form
+ *       userspace takes and the fast path leaves to it). Prints "result
+ *       clients N sent S echoed E missing M reordered R bad B send_errors X
+ *       ms T max_gap_ms G unique Q dups D";
  *       exits 1 when --echo and anything is missing, reordered or bad. G
  *       (with --echo): the longest time a client waited between two good
  *       replies while it was sending or they were due (a stall of the path;
@@ -256,6 +257,18 @@ static void spp_addr(uint8_t *addr, uint8_t *port, const struct sockaddr_storage
 	}
 }
 
+/* A NOOP TLV (type 4, one zero byte) after the v2 header of n bytes; its length field grown. */
+static size_t v2_add_noop(uint8_t *out, size_t n)
+{
+	static const uint8_t noop[4] = { 0x04, 0x00, 0x01, 0x00 };
+
+	memcpy(out + n, noop, sizeof(noop));
+	n += sizeof(noop);
+	out[14] = (uint8_t)((n - 16) >> 8);
+	out[15] = (uint8_t)(n - 16);
+	return n;
+}
+
 static size_t spp_build(uint8_t *out, const struct sockaddr_storage *src, const struct sockaddr_storage *dst)
 {
 	out[0] = 0x56;
@@ -298,7 +311,7 @@ static int cmd_send(int argc, char **argv)
 {
 	struct sockaddr_storage proxy, base, dst, bind_addr;
 	bool have_client = false, have_dst = false, have_bind = false, want_echo = false, have_proxy = false;
-	bool shared = false;
+	bool shared = false, tlv = false;
 	unsigned nclients = 1, hosts = 1, size = 64;
 	uint64_t count = 1, hold_ms = 0, pause_after = 0, pause_ms = 0;
 	double rate = 0, timeout = 10;
@@ -307,7 +320,7 @@ static int cmd_send(int argc, char **argv)
 
 	for (int i = 0; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v && strcmp(o, "--echo") && strcmp(o, "--shared-socket"))
+		if (!v && strcmp(o, "--echo") && strcmp(o, "--shared-socket") && strcmp(o, "--tlv"))
 			die("send: '%s' needs a value or is unknown", o);
 		i++;
 		if (!strcmp(o, "-c")) {
@@ -340,6 +353,9 @@ static int cmd_send(int argc, char **argv)
 			i--;
 		} else if (!strcmp(o, "--shared-socket")) {
 			shared = true;
+			i--;
+		} else if (!strcmp(o, "--tlv")) {
+			tlv = true;
 			i--;
 		} else if (!strcmp(o, "--timeout")) {
 			timeout = atof(v);
@@ -377,6 +393,8 @@ static int cmd_send(int argc, char **argv)
 		client_addr(&base, i, hosts, &ca);
 		if (fmt == F_V2 || fmt == F_FIRST)
 			cl[i].hdr_len = v2_dgram(cl[i].hdr, &ca, &dst);
+		if ((fmt == F_V2 || fmt == F_FIRST) && tlv)
+			cl[i].hdr_len = v2_add_noop(cl[i].hdr, cl[i].hdr_len);
 		else if (fmt == F_SPP)
 			cl[i].hdr_len = spp_build(cl[i].hdr, &ca, &dst);
 		else if (fmt == F_LOCAL)

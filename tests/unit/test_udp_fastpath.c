@@ -16,6 +16,14 @@
  * skbs, where only the pseudo-header sum is updated, are covered end to end
  * on lo by tests/integration/t35-udp-fast.sh.)
  *
+ * Map entries (the second group, test_*_entries_*): the real control side
+ * (user/udp/fast/udp_fast.c, udp_maps.c) inserts a flow's entries, the
+ * program marks them stale as a load balancer that sends TLVs or changes its
+ * SPP proxy address makes it, userspace stops re-arming, and once the flow
+ * goes every map must be empty. main() moves the process into a network
+ * namespace of its own, with a veth pair (mmpt-u0, mmpt-u1) for a remote
+ * load balancer's interface.
+ *
  * Needs root (BPF); skipped otherwise.
  */
 #include <stdarg.h>
@@ -26,14 +34,22 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "common.h" /* bpf/common.h: the TC verdicts */
 #include "mmp_udp.h"
 #include "udp.skel.h"
+#include "lib/config.h"
+#include "udp/udp_flow.h"
+#include "udp/fast/udp_fast.h"
+#include "udp/fast/udp_maps.h"
 
 
 #define PKT_MAX 4096
@@ -41,6 +57,11 @@
 
 enum dir { FWD, REV };
 enum hdr { NONE, V2, SPP };
+
+#define LO_IFINDEX 1
+#define VETH "mmpt-u0"
+
+static unsigned int veth_ifindex; /* 0: no veth (not root, or no netns): its cases are skipped */
 
 /* One end of a packet: an address (IPv4 as a.b.c.d, IPv6 as text) and a port. */
 struct end {
@@ -54,6 +75,7 @@ struct pkt_spec {
 	enum hdr hdr; /* what goes in front of the payload */
 	struct end hdr_client, hdr_proxy; /* the header's addresses */
 	uint16_t payload; /* bytes of pattern after the header */
+	bool tlv; /* V2: a 4-byte NOOP TLV after the address block (a form the program leaves to userspace) */
 };
 
 struct udp_case {
@@ -110,6 +132,18 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = v & 0xFF;
 }
 
+/* s->tlv: a NOOP TLV (type 4, one zero byte) after the v2 header's n bytes, its length field grown. */
+static size_t put_tlv(uint8_t *p, size_t n, const struct pkt_spec *s)
+{
+	static const uint8_t noop[4] = { 0x04, 0x00, 0x01, 0x00 };
+
+	if (!s->tlv)
+		return n;
+	memcpy(p + n, noop, sizeof(noop));
+	put16(p + 14, (uint16_t)(n + sizeof(noop) - 16));
+	return n + sizeof(noop);
+}
+
 static size_t put_header(uint8_t *p, const struct pkt_spec *s)
 {
 	static const uint8_t sig[12] = { 0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A };
@@ -137,7 +171,7 @@ static size_t put_header(uint8_t *p, const struct pkt_spec *s)
 		memcpy(p + 20, x + 12, 4);
 		put16(p + 24, s->hdr_client.port);
 		put16(p + 26, s->hdr_proxy.port);
-		return 28;
+		return put_tlv(p, 28, s);
 	}
 	p[13] = 0x22;
 	put16(p + 14, 36);
@@ -145,7 +179,7 @@ static size_t put_header(uint8_t *p, const struct pkt_spec *s)
 	memcpy(p + 32, x, 16);
 	put16(p + 48, s->hdr_client.port);
 	put16(p + 50, s->hdr_proxy.port);
-	return 52;
+	return put_tlv(p, 52, s);
 }
 
 /* Ethernet + IP + UDP + header + payload, checksums right. Returns the length. */
@@ -421,16 +455,276 @@ static const struct udp_case cases[] = {
 	  { 6, P6, L6, SPP, C6, X6, 1000 } },
 };
 
+/* ------------------------------------------------------------------ map entries -- */
+
+/*
+ * As user/udp/udp_forward.c's fast_mark: a flow's forward entry is re-armed
+ * after this many stale marks, then left alone (MAX_STALE_REARMS there).
+ */
+#define STALE_REARMS 8
+
+struct fast_env {
+	char pin_dir[64];
+	struct mmp_config cfg;
+	struct udp_maps *maps;
+	struct udp_fast *fp;
+	struct sockaddr_storage target;
+	struct udp_flow f;
+};
+
+static struct fast_env env;
+
+static void write_sysctl(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	fputs(v, f);
+	fclose(f);
+}
+
+static void sa4(struct sockaddr_storage *ss, const struct end *e)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	in->sin_family = AF_INET;
+	in->sin_port = htons(e->port);
+	assert_int_equal(inet_pton(AF_INET, e->addr, &in->sin_addr), 1);
+}
+
+static void ep4(struct udp_ep *ep, const struct end *e)
+{
+	struct sockaddr_storage ss;
+
+	sa4(&ss, e);
+	udp_ep_from_sa(ep, (const struct sockaddr *)&ss);
+}
+
+/*
+ * The real udp_maps and udp_fast, attached to lo and the veth of this
+ * test's own network namespace (main()), and one IPv4 flow of format: L ->
+ * P for client C, upstream U, as user/udp/udp_lifecycle.c opens it.
+ */
+static int fast_setup(void **state)
+{
+	(void)state;
+	if (geteuid() != 0 || !veth_ifindex)
+		return 0; /* the cases skip */
+	memset(&env, 0, sizeof(env));
+	snprintf(env.pin_dir, sizeof(env.pin_dir), "/sys/fs/bpf/mmp-unit-udpfast-%d", (int)getpid());
+	/* A remote LB's datagrams go into lo: the namespace is ours, so are its sysctls. */
+	write_sysctl("/proc/sys/net/ipv4/conf/lo/route_localnet", "1");
+	write_sysctl("/proc/sys/net/ipv4/conf/lo/accept_local", "1");
+	env.cfg.pin_dir = env.pin_dir;
+	env.cfg.ifaces[0] = VETH;
+	env.cfg.n_ifaces = 1;
+	assert_int_equal(udp_maps_open(env.pin_dir, 64, true, &env.maps), 0);
+	assert_int_equal(udp_fast_open(&env.cfg, env.maps, &env.fp), 0);
+	sa4(&env.target, &(struct end)U4);
+	env.f.fd = -1;
+	env.f.cookie = 4242;
+	env.f.target = &env.target;
+	ep4(&env.f.client, &(struct end)C4);
+	ep4(&env.f.lb, &(struct end)L4_);
+	ep4(&env.f.local, &(struct end)P4);
+	return 0;
+}
+
+static int fast_teardown(void **state)
+{
+	(void)state;
+	udp_fast_close(env.fp);
+	udp_maps_close(env.maps);
+	if (env.pin_dir[0])
+		rmdir(env.pin_dir);
+	memset(&env, 0, sizeof(env));
+	return 0;
+}
+
+static unsigned int map_count(int fd)
+{
+	uint8_t key[64], next[64];
+	unsigned int n = 0;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, sizeof(key));
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+static void assert_entries(unsigned int fwd, unsigned int rev, unsigned int drain)
+{
+	assert_int_equal(map_count(udp_maps_fwd_fd(env.maps)), fwd);
+	assert_int_equal(map_count(udp_maps_rev_fd(env.maps)), rev);
+	assert_int_equal(map_count(udp_maps_drain_fd(env.maps)), drain);
+}
+
+/* One datagram of the load balancer through the loaded program, arriving on ifindex: the mark it got. */
+static uint32_t run_dgram(const struct pkt_spec *spec, uint32_t ifindex)
+{
+	uint8_t in[PKT_MAX], out[PKT_MAX];
+	struct __sk_buff ctx = { 0 }, ctx_in = { .ifindex = ifindex };
+	size_t len = build(in, spec);
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (uint32_t)len, .data_out = out,
+		    .data_size_out = sizeof(out), .ctx_out = &ctx, .ctx_size_out = sizeof(ctx), .repeat = 1);
+
+	if (ifindex > 1) {
+		opts.ctx_in = &ctx_in;
+		opts.ctx_size_in = sizeof(ctx_in);
+	}
+	assert_int_equal(bpf_prog_test_run_opts(udp_maps_prog_fd(env.maps), &opts), 0);
+	assert_int_equal((int)opts.retval, TC_ACT_UNSPEC);
+	return ctx.mark;
+}
+
+/*
+ * The flow's LB keeps sending headers the program leaves to userspace
+ * (next_header(i) for the i-th): each marks the entry stale, userspace
+ * re-arms it STALE_REARMS times, as fast_mark does, then leaves it stale.
+ */
+static void drive_stale(uint32_t ifindex, void (*next_header)(int i, struct pkt_spec *spec))
+{
+	for (int i = 0; i <= STALE_REARMS; i++) {
+		struct pkt_spec spec = { 4, L4_, P4, V2, C4, X4, 40 };
+
+		next_header(i, &spec);
+		assert_int_equal(run_dgram(&spec, ifindex), MMP_UDP_MARK_STALE);
+		udp_fast_fwd_missed(&env.f);
+		if (env.f.format == MMP_UDP_FMT_SPP)
+			put_header(env.f.spp_hdr, &spec); /* on_dgram: replies carry the latest header */
+		if (i < STALE_REARMS)
+			assert_int_equal(udp_fast_add(env.fp, &env.f, (int)ifindex, false), 0);
+	}
+	assert_false(env.f.fast_fwd);
+}
+
+static void tlv_header(int i, struct pkt_spec *spec)
+{
+	(void)i;
+	spec->tlv = true;
+}
+
+/* SPP with the proxy address switching between two at every datagram. */
+static void proxy_moves(int i, struct pkt_spec *spec)
+{
+	spec->hdr = SPP;
+	spec->hdr_proxy = (i & 1) ? (struct end)X4 : (struct end){ "192.0.2.11", 443 };
+}
+
+/*
+ * A local LB (lo) whose v2 headers carry a TLV: the forward entry goes
+ * stale for good, the replies stay in the kernel.
+ */
+static void test_tlv_entries_deleted(void **state)
+{
+	(void)state;
+	if (!env.fp)
+		skip();
+	env.f.format = MMP_UDP_FMT_V2;
+	assert_int_equal(udp_fast_add(env.fp, &env.f, LO_IFINDEX, false), 0);
+	assert_entries(1, 1, 1);
+	drive_stale(LO_IFINDEX, tlv_header);
+	assert_true(env.f.fast); /* the replies */
+	assert_entries(1, 1, 1); /* the stale forward entry is still there */
+	udp_fast_del(env.fp, &env.f);
+	assert_entries(0, 0, 0);
+	assert_false(env.f.fast);
+}
+
+/*
+ * A remote SPP LB (the veth) whose proxy address keeps changing: its
+ * replies never were in the kernel (reply() in udp.bpf.c), so once the
+ * forward entry is no longer re-armed the flow is not fast at all, and
+ * its forward and drain entries must still go.
+ */
+static void test_spp_proxy_entries_deleted(void **state)
+{
+	struct pkt_spec first = { 4, L4_, P4, SPP, C4, X4, 0 };
+
+	(void)state;
+	if (!env.fp)
+		skip();
+	env.f.format = MMP_UDP_FMT_SPP;
+	put_header(env.f.spp_hdr, &first);
+	assert_int_equal(udp_fast_add(env.fp, &env.f, (int)veth_ifindex, false), 0);
+	assert_entries(1, 0, 1);
+	drive_stale(veth_ifindex, proxy_moves);
+	assert_false(env.f.fast);
+	assert_entries(1, 0, 1);
+	udp_fast_del(env.fp, &env.f);
+	assert_entries(0, 0, 0);
+}
+
+/* The flow's local address changes under a wildcard listener: its entry is found by the key it went in with. */
+static void test_moved_local_entries_deleted(void **state)
+{
+	(void)state;
+	if (!env.fp)
+		skip();
+	env.f.format = MMP_UDP_FMT_V2;
+	assert_int_equal(udp_fast_add(env.fp, &env.f, LO_IFINDEX, false), 0);
+	ep4(&env.f.local, &(struct end){ "198.51.100.9", 7000 }); /* on_dgram, w->wildcard */
+	udp_fast_del(env.fp, &env.f);
+	assert_entries(0, 0, 0);
+}
+
+/* Deleted once: a second udp_fast_del (a flow that moves, then closes) finds nothing to do. */
+static void test_del_twice(void **state)
+{
+	(void)state;
+	if (!env.fp)
+		skip();
+	env.f.format = MMP_UDP_FMT_V2;
+	assert_int_equal(udp_fast_add(env.fp, &env.f, LO_IFINDEX, false), 0);
+	udp_fast_del(env.fp, &env.f);
+	assert_false(env.f.fwd_entry || env.f.drain_entry || env.f.fast_rev);
+	udp_fast_del(env.fp, &env.f);
+	assert_entries(0, 0, 0);
+}
+
+/*
+ * Its own network namespace, with a veth pair: the entry cases attach TC
+ * programs, which must not touch the host's interfaces, and a remote load
+ * balancer needs an interface of its own.
+ */
+static void make_netns(void)
+{
+	if (unshare(CLONE_NEWNET)) {
+		fprintf(stderr, "test_udp_fastpath: unshare(CLONE_NEWNET): %s: the entry cases are skipped\n",
+			strerror(errno));
+		return;
+	}
+	if (system("ip link add " VETH " type veth peer name mmpt-u1 && ip link set lo up") == 0)
+		veth_ifindex = if_nametoindex(VETH);
+	if (!veth_ifindex)
+		fprintf(stderr, "test_udp_fastpath: no veth (ip link add failed): the entry cases are skipped\n");
+}
+
 int main(void)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]);
 	struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0])];
+	const struct CMUnitTest entries[] = {
+		cmocka_unit_test_setup_teardown(test_tlv_entries_deleted, fast_setup, fast_teardown),
+		cmocka_unit_test_setup_teardown(test_spp_proxy_entries_deleted, fast_setup, fast_teardown),
+		cmocka_unit_test_setup_teardown(test_moved_local_entries_deleted, fast_setup, fast_teardown),
+		cmocka_unit_test_setup_teardown(test_del_twice, fast_setup, fast_teardown),
+	};
+	int failed;
 
 	if (geteuid() != 0)
 		fprintf(stderr, "test_udp_fastpath: not root: the BPF cases are skipped (BPF_PROG_TEST_RUN needs root)\n");
+	else
+		make_netns();
 	for (size_t i = 0; i < n; i++) {
 		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = test_case,
 						.teardown_func = teardown, .initial_state = (void *)&cases[i] };
 	}
-	return _cmocka_run_group_tests("udp_fastpath", tests, n, NULL, NULL);
+	failed = _cmocka_run_group_tests("udp_fastpath", tests, n, NULL, NULL);
+	failed += cmocka_run_group_tests_name("udp_fastpath_entries", entries, NULL, NULL);
+	return failed;
 }

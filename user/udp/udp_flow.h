@@ -41,6 +41,15 @@ struct udp_flow {
 	bool fast; /* handed to the kernel: fast_fwd || fast_rev */
 	bool fast_fwd; /* its entry in mmp_udp_fwd: the kernel forwards the LB's datagrams */
 	bool fast_rev; /* its entry in mmp_udp_rev: the kernel sends the replies (PROXY v2) */
+	/*
+	 * Owned by udp_fast.c: what the flow has in the fast path's maps, moved
+	 * by the kernel or not (a stale mmp_udp_fwd entry that is no longer
+	 * re-armed stays there, fast_fwd false): udp_fast_del deletes each of
+	 * them once, whatever fast and fast_fwd say.
+	 */
+	bool fwd_entry; /* in mmp_udp_fwd, under fwd_key */
+	bool drain_entry; /* in mmp_udp_drain, under cookie */
+	struct mmp_udp_fkey fwd_key; /* as inserted: local may change since (a wildcard listener) */
 	int lb_ifindex; /* where the LB's datagrams arrive (IP_PKTINFO) */
 	uint64_t created_ns, last_ns; /* CLOCK_MONOTONIC */
 	uint64_t pkts_up, bytes_up, pkts_down, bytes_down;

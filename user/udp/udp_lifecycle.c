@@ -58,10 +58,11 @@ static void forget(struct udp_worker *w, struct udp_flow *f)
 		*pp = f->draining_next;
 		f->draining = false;
 	}
-	if (f->fast) {
-		udp_fast_del(w->sh->fast, f);
+	if (f->fast)
 		udp_cnt_sub(w, MMP_UDP_CNT_flows_fast, 1);
-	}
+	/* Not only when f->fast: a stale forward entry no longer re-armed is still in the map (udp_fast_del). */
+	if (w->sh->fast)
+		udp_fast_del(w->sh->fast, f);
 	udp_maps_del_flow(w->sh->maps, f->cookie);
 }
 
@@ -332,10 +333,11 @@ struct udp_flow *udp_flow_for_header(struct udp_worker *w, const struct udp_dgra
 	/* The client is back through another LB ip:port (or framing): keep its socket, move the replies. */
 	if (!udp_ep_eq(&g->lb, lb) || g->format != format) {
 		udp_move_logged(w, &client, &g->lb, lb, true);
-		if (g->fast) {
-			udp_fast_del(w->sh->fast, g);
+		if (g->fast)
 			udp_cnt_sub(w, MMP_UDP_CNT_flows_fast, 1);
-		}
+		/* Its entries are keyed by the old LB ip:port, stale ones too: deleted before the keys change. */
+		if (w->sh->fast)
+			udp_fast_del(w->sh->fast, g);
 		udp_ft_move(&w->ft, g, lb, format);
 		set_reply_route(g, lb, lb_sa, lb_salen, local);
 		udp_flow_want_kernel(w, g, ifindex);

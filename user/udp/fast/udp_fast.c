@@ -280,11 +280,30 @@ static void rev_key(const struct udp_flow *f, struct mmp_udp_rkey *k)
 }
 
 /* The consumed counts the program compares with its own (see mmp_udp.h). */
-int udp_fast_publish(struct udp_fast *fp, const struct udp_flow *f)
+int udp_fast_publish(struct udp_fast *fp, struct udp_flow *f)
 {
 	struct mmp_udp_drain d = { .fwd = f->drain_fwd, .rev = f->drain_rev };
 
-	return bpf_map_update_elem(fp->drain_fd, &f->cookie, &d, BPF_ANY) ? -errno : 0;
+	if (bpf_map_update_elem(fp->drain_fd, &f->cookie, &d, BPF_ANY))
+		return -errno;
+	f->drain_entry = true;
+	return 0;
+}
+
+/*
+ * f's mmp_udp_fwd entry, armed or stale, under the key it went in with;
+ * an entry another flow has put there since is left alone.
+ */
+static void del_fwd(struct udp_fast *fp, struct udp_flow *f)
+{
+	struct mmp_udp_fval fv;
+
+	if (!f->fwd_entry)
+		return;
+	if (!bpf_map_lookup_elem(fp->fwd_fd, &f->fwd_key, &fv) && fv.cookie == f->cookie)
+		bpf_map_delete_elem(fp->fwd_fd, &f->fwd_key);
+	f->fwd_entry = false;
+	f->fast_fwd = false;
 }
 
 int udp_fast_spp_header(struct udp_fast *fp, const struct udp_flow *f)
@@ -311,6 +330,9 @@ static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool he
 
 	target_ep(f, &up);
 	fwd_key(f, &fk);
+	/* Our entry under another key (f->local changed since): deleted now, or nothing ever would. */
+	if (f->fwd_entry && memcmp(&fk, &f->fwd_key, sizeof(fk)))
+		del_fwd(fp, f);
 	/* Re-arming a stale entry of ours: its counts go on. */
 	if (!bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie)
 		memset(&fv, 0, offsetof(struct mmp_udp_fval, passed));
@@ -331,6 +353,8 @@ static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool he
 		memcpy(fv.spp_tail, f->spp_hdr + MMP_UDP_SPP_TAIL_OFF, MMP_UDP_SPP_TAIL_LEN);
 	if (bpf_map_update_elem(fp->fwd_fd, &fk, &fv, BPF_ANY))
 		return -errno;
+	f->fwd_key = fk;
+	f->fwd_entry = true;
 	f->fast_fwd = true;
 	return 0;
 }
@@ -392,27 +416,26 @@ int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool h
 
 void udp_fast_del(struct udp_fast *fp, struct udp_flow *f)
 {
-	struct mmp_udp_fkey fk;
 	struct mmp_udp_rkey rk;
-	struct mmp_udp_fval fv;
 	struct mmp_udp_rval rv;
 
-	if (!f->fast)
-		return;
 	/*
-	 * Only our own entries: while another thread takes the client over,
-	 * its new flow's reply entry has the same key.
+	 * By what was inserted, not by f->fast: a forward entry that went stale
+	 * and is no longer re-armed (udp_fast_fwd_missed) is still ours, and
+	 * so is the drain entry of a flow whose replies never were in the kernel.
+	 * Only our own entries: while another thread takes the client over, its
+	 * new flow's reply entry has the same key. (The reply key never changes:
+	 * the upstream and the client are fixed for a flow's life.)
 	 */
-	fwd_key(f, &fk);
-	if (f->fast_fwd && !bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie)
-		bpf_map_delete_elem(fp->fwd_fd, &fk);
+	del_fwd(fp, f);
 	if (f->fast_rev) {
 		rev_key(f, &rk);
 		if (!bpf_map_lookup_elem(fp->rev_fd, &rk, &rv) && rv.cookie == f->cookie)
 			bpf_map_delete_elem(fp->rev_fd, &rk);
 	}
-	bpf_map_delete_elem(fp->drain_fd, &f->cookie);
-	f->fast = f->fast_fwd = f->fast_rev = false;
+	if (f->drain_entry)
+		bpf_map_delete_elem(fp->drain_fd, &f->cookie);
+	f->fast = f->fast_fwd = f->fast_rev = f->drain_entry = false;
 }
 
 void udp_fast_fwd_missed(struct udp_flow *f)
@@ -451,7 +474,6 @@ static uint64_t coarse_tick_ns(void)
 
 int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fast_stats *st)
 {
-	struct mmp_udp_fkey fk;
 	struct mmp_udp_rkey rk;
 	struct mmp_udp_fval fv;
 	struct mmp_udp_rval rv;
@@ -459,8 +481,7 @@ int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fas
 	memset(st, 0, sizeof(*st));
 	if (!f->fast)
 		return -ENOENT;
-	fwd_key(f, &fk);
-	if (f->fast_fwd && !bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) && fv.cookie == f->cookie) {
+	if (f->fast_fwd && !bpf_map_lookup_elem(fp->fwd_fd, &f->fwd_key, &fv) && fv.cookie == f->cookie) {
 		st->pkts_up = fv.pkts;
 		st->bytes_up = fv.bytes;
 		st->last_ns = fv.last_ns;

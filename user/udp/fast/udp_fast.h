@@ -44,17 +44,26 @@ int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool h
  * Returns 0 (also without a reply entry) or -errno.
  */
 int udp_fast_spp_header(struct udp_fast *fp, const struct udp_flow *f);
-/* Publish the numbers of the last marked datagrams f has sent (f->drain_fwd/rev). Returns 0 or -errno. */
-int udp_fast_publish(struct udp_fast *fp, const struct udp_flow *f);
+/*
+ * Publish the numbers of the last marked datagrams f has sent (f->drain_fwd/rev),
+ * in f's mmp_udp_drain entry (f->drain_entry: udp_fast_del removes it). Returns 0 or -errno.
+ */
+int udp_fast_publish(struct udp_fast *fp, struct udp_flow *f);
 
 /*
  * A datagram of f's forward direction came to userspace marked
  * MMP_UDP_MARK_STALE: the program saw another header and stopped. Marks the
  * direction as not in the kernel, so the next udp_fast_add re-arms it
- * (draining again, keeping its counts).
+ * (draining again, keeping its counts). The stale entry stays until then,
+ * or until udp_fast_del.
  */
 void udp_fast_fwd_missed(struct udp_flow *f);
-/* Take f back (no-op unless f->fast). */
+/*
+ * Take f back: delete every entry f put in the maps, each once, whether the
+ * kernel still moves it or not (a stale forward entry that is no longer
+ * re-armed, udp_fast_fwd_missed, included). Clears f->fast*. Call it
+ * whenever f closes or moves; a no-op when f has no entry.
+ */
 void udp_fast_del(struct udp_fast *fp, struct udp_flow *f);
 /*
  * Another thread's flow held this client, and is being closed: stop the
