@@ -23,7 +23,8 @@
  *       interface.
  * The hand-over from userspace (draining()) never reorders a flow.
  * Packets that are not ours return TC_ACT_UNSPEC, so other classifiers on
- * the hook (the tc engine's) still see them.
+ * the hook (the tc engine's) still see them; so does a flow's 4-tuple on
+ * another interface than the one its entry names (wrong_iface()).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_endian.h>
@@ -280,6 +281,23 @@ static __always_inline int udp_csum_update(struct __sk_buff *skb, __u32 off, __b
 	return 0;
 }
 
+/*
+ * A flow's datagrams arrive on one interface only: the LB's (lo for a local
+ * one), and the upstream's replies on lo. The same 4-tuple on any other
+ * hooked interface is someone else's packet (a spoofed reply, or a remote
+ * LB's address forged on another link, which the redirect into lo would
+ * carry past rp_filter): it is neither rewritten nor allowed to change the
+ * entry (stale), as the tc engine's in_ifindex (bpf/tc.bpf.c). Counted
+ * (docs/DESIGN.md §4a).
+ */
+static __always_inline bool wrong_iface(const struct __sk_buff *skb, __u32 in_ifindex)
+{
+	if (skb->ifindex == in_ifindex)
+		return false;
+	count(MMP_UDP_KCNT_WRONG_IFINDEX);
+	return true;
+}
+
 static __always_inline bool spp_tail_eq(const __u8 *a, const __u8 *b)
 {
 	for (int i = 0; i < MMP_UDP_SPP_TAIL_LEN; i++)
@@ -326,12 +344,17 @@ static __always_inline int v2_header_len(const struct pkt *p, const struct mmp_u
 	return p->v6 ? V2_HLEN6 : V2_HLEN4;
 }
 
+/* find_flow()'s *hl for a flow's 4-tuple on another interface (wrong_iface). */
+#define HL_WRONG_IFACE -3
+
 /*
  * Find the flow of this datagram; *hl gets its header length, -1: leave it
- * to userspace. A header other than the flow's own (PROXY v2: the LB reused
- * the ip:port for another client, most likely; SPP: another proxy address
- * or port, which the replies must echo) marks the entry stale here, so the
- * datagrams right behind it cannot go on as before userspace has looked.
+ * to userspace, HL_WRONG_IFACE: not the flow's at all (checked first, so
+ * that such a datagram changes nothing). A header other than the flow's own
+ * (PROXY v2: the LB reused the ip:port for another client, most likely;
+ * SPP: another proxy address or port, which the replies must echo) marks
+ * the entry stale here, so the datagrams right behind it cannot go on as
+ * before userspace has looked.
  */
 static __always_inline struct mmp_udp_fval *find_flow(struct __sk_buff *skb, struct pkt *p, int *hl)
 {
@@ -359,6 +382,10 @@ static __always_inline struct mmp_udp_fval *find_flow(struct __sk_buff *skb, str
 		__builtin_memcpy(&k.client_port, &p->h[34], 2);
 		v = bpf_map_lookup_elem(&mmp_udp_fwd, &k);
 		if (v) {
+			if (wrong_iface(skb, v->in_ifindex)) {
+				*hl = HL_WRONG_IFACE;
+				return v;
+			}
 			*hl = -1;
 			if (!v->stale && spp_tail_eq(v->spp_tail, &p->h[MMP_UDP_SPP_TAIL_OFF]))
 				*hl = SPP_HLEN;
@@ -373,6 +400,10 @@ static __always_inline struct mmp_udp_fval *find_flow(struct __sk_buff *skb, str
 	v = bpf_map_lookup_elem(&mmp_udp_fwd, &k);
 	if (!v)
 		return NULL;
+	if (wrong_iface(skb, v->in_ifindex)) {
+		*hl = HL_WRONG_IFACE;
+		return v;
+	}
 	if (v->stale) {
 		*hl = -1;
 		return v;
@@ -715,6 +746,8 @@ int mmp_udp_ingress(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC;
 	fv = find_flow(skb, &p, &hl);
 	if (fv) {
+		if (hl == HL_WRONG_IFACE)
+			return TC_ACT_UNSPEC; /* untouched, as if no flow matched: the stack judges it */
 		if (hl < 0) {
 			/* A stale entry's datagrams tell userspace to look (and re-arm). */
 			if (fv->stale)
@@ -729,7 +762,7 @@ int mmp_udp_ingress(struct __sk_buff *skb)
 	rk.up_port = p.uh.source;
 	rk.client_port = p.uh.dest;
 	rv = bpf_map_lookup_elem(&mmp_udp_rev, &rk);
-	if (!rv)
+	if (!rv || wrong_iface(skb, rv->in_ifindex))
 		return TC_ACT_UNSPEC;
 	return reply(skb, &p, rv);
 }

@@ -129,7 +129,11 @@ struct mmp_udp_fval {
 	__u8 mode; /* enum mmp_udp_mode: set to ACTIVE by the program */
 	/* SPP: the header's bytes from MMP_UDP_SPP_TAIL_OFF on, as userspace last saw them. */
 	__u8 spp_tail[MMP_UDP_SPP_TAIL_LEN];
-	__u32 pad;
+	/*
+	 * The interface the LB's datagrams arrive on (lo, or the remote LB's):
+	 * the same 4-tuple on any other is not the flow's (mmp_udp_ingress).
+	 */
+	__u32 in_ifindex;
 	__u64 held; /* DRAIN: dropped while userspace caught up */
 	__u64 passed; /* DRAIN: datagrams passed on (marked) so far */
 	__u64 pkts; /* forwarded in the kernel */
@@ -158,11 +162,12 @@ struct mmp_udp_rval {
 	__be16 local_port;
 	__u32 redirect_ifindex; /* the LB's interface (bpf_redirect_neigh); 0: the LB is on this host */
 	__u32 max_len; /* IP packets longer than the LB's path MTU go to userspace (it fragments) */
+	__u32 in_ifindex; /* the interface the upstream's replies arrive on (lo), as mmp_udp_fval's */
 	__u8 mode; /* enum mmp_udp_mode: set to ACTIVE by the program */
 	__u8 format; /* MMP_UDP_FMT_V2: as is; MMP_UDP_FMT_SPP: spp_hdr goes in front of the payload */
 	__u8 pad[2];
 	__u8 spp_hdr[MMP_UDP_SPP_LEN]; /* exactly what userspace would send: the client's latest header */
-	__u8 pad2[2];
+	__u8 pad2[6];
 	__u64 held; /* DRAIN: dropped while userspace caught up */
 	__u64 passed; /* DRAIN: replies passed on (marked) so far */
 	__u64 pkts;
@@ -178,6 +183,7 @@ enum mmp_udp_kcounter {
 	MMP_UDP_KCNT_DRAINED, /* passed on to userspace while an entry drained */
 	MMP_UDP_KCNT_ERRORS, /* a helper failed: packet dropped */
 	MMP_UDP_KCNT_HELD, /* dropped while userspace caught up with a hand-over (MMP_UDP_DRAIN_BEHIND) */
+	MMP_UDP_KCNT_WRONG_IFINDEX, /* a flow's 4-tuple on an interface other than its in_ifindex: left untouched */
 	MMP_UDP_KCNT_MAX,
 };
 
@@ -232,6 +238,7 @@ struct mmp_udp_flow {
 	X(fast_passed, "datagrams the fast path left to userspace (header for another client...)")  \
 	X(fast_errors, "datagrams the fast path dropped: a helper failed")                          \
 	X(fast_held, "datagrams dropped in a hand-over to the kernel that userspace could not keep up with") \
+	X(fast_wrong_ifindex, "datagrams with a fast flow's addresses on another interface: left untouched (spoofed?)") \
 	X(drop_not_allowed, "dropped: load balancer not in the allowed subnets")                    \
 	X(drop_truncated, "dropped: header cut short")                                             \
 	X(drop_bad_header, "dropped: invalid header (signature, version, command, TLVs, CRC32C)")   \

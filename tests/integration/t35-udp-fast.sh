@@ -6,10 +6,15 @@
 #     inserted, byte for byte what the sender sent) for a local load
 #     balancer, while a remote one's SPP replies stay in userspace; a flow
 #     that mixes families (IPv4 client, IPv6 load balancer) stays in
-#     userspace. Each flow: 10,000 sequenced datagrams at 20,000/s, none lost
-#     or reordered across the hand-over, the upstream sees the client's
-#     ip:port; after a pause that ends the hand-over, every datagram and
-#     reply is counted exactly once, by the kernel or by userspace as expected;
+#     userspace; a load balancer on the proxy's host sending to its veth
+#     address is a local one (its datagrams come through lo: both ways in
+#     the kernel, its replies used to be lost). Each flow: 10,000 sequenced
+#     datagrams at 20,000/s, none lost or reordered across the hand-over,
+#     the upstream sees the client's ip:port; after a pause that ends the
+#     hand-over, every datagram and reply is counted exactly once, by the
+#     kernel or by userspace as expected;
+#   - none of those datagrams counted as on another interface than its
+#     entry's (fast_wrong_ifindex);
 #   - SPP: a new proxy address for a client reaches the kernel's replies;
 #   - 4 flows sent flat out (never quiet) are taken over by the kernel anyway;
 #   - an LB ip:port reused by another client (first): the new client's
@@ -78,6 +83,10 @@ fast_case() {
 	6/remote) proxy=$PROXY6 ns=$TOPO_CLIENT ;;
 	4/local) proxy="127.0.0.1:$PROXY_PORT" ns=$TOPO_PROXY ;;
 	6/local) proxy="[::1]:$PROXY_PORT" ns=$TOPO_PROXY ;;
+	# A load balancer on the proxy's host sending to its veth address: IP_PKTINFO names the veth,
+	# but the datagrams come through lo.
+	4/own) proxy=$PROXY4 ns=$TOPO_PROXY ;;
+	6/own) proxy=$PROXY6 ns=$TOPO_PROXY ;;
 	esac
 	if [[ $cip == *:* ]]; then
 		client="[$cip]:$port" log=$UP6_LOG
@@ -120,6 +129,15 @@ fast_case v2 6 local 2001:db8:77::90 35007 kernel kernel
 fast_case spp 6 local 2001:db8:77::90 35008 kernel kernel
 # An IPv4 client through an IPv6 load balancer: userspace translates.
 fast_case v2 6 remote 203.0.113.90 35009 user user
+fast_case v2 4 own 203.0.113.90 35010 kernel kernel
+fast_case v2 6 own 2001:db8:77::90 35011 kernel kernel
+
+# Each entry names the interface its datagrams arrive on (spoofs elsewhere: unit test_udp_fastpath):
+# none of the flows above, local, remote or sent to our own veth address, may miss it.
+case_begin "the flows above came in on the interfaces their entries name (fast_wrong_ifindex 0)"
+v=$(udp_counter fast_wrong_ifindex)
+[[ $v == 0 ]] || case_fail "fast_wrong_ifindex is ${v:-unreadable}, want 0"
+case_end
 
 # The load balancer names another proxy address for the same client: the
 # kernel stops on it (stale), userspace takes the new header and re-arms,

@@ -16,13 +16,17 @@
  * skbs, where only the pseudo-header sum is updated, are covered end to end
  * on lo by tests/integration/t35-udp-fast.sh.)
  *
+ * Interfaces: a flow's entry names the interface its datagrams arrive on
+ * (in_ifindex); the same 4-tuple on another is left alone. test_run runs a
+ * packet on lo unless its ctx names another device, so main() moves the
+ * process into a network namespace of its own with a veth pair (mmpt-u0,
+ * mmpt-u1) for the cases where a packet arrives elsewhere.
+ *
  * Map entries (the second group, test_*_entries_*): the real control side
  * (user/udp/fast/udp_fast.c, udp_maps.c) inserts a flow's entries, the
  * program marks them stale as a load balancer that sends TLVs or changes its
  * SPP proxy address makes it, userspace stops re-arming, and once the flow
- * goes every map must be empty. main() moves the process into a network
- * namespace of its own, with a veth pair (mmpt-u0, mmpt-u1) for a remote
- * load balancer's interface.
+ * goes every map must be empty.
  *
  * Needs root (BPF); skipped otherwise.
  */
@@ -57,11 +61,20 @@
 
 enum dir { FWD, REV };
 enum hdr { NONE, V2, SPP };
+/* An interface: lo (where test_run runs packets by default), one that is not there, the test veth. */
+enum test_if { IF_LO, IF_OTHER, IF_VETH };
 
 #define LO_IFINDEX 1
+#define OTHER_IFINDEX 99
 #define VETH "mmpt-u0"
+#define OWN_ADDR "198.51.100.50" /* the veth's address */
 
 static unsigned int veth_ifindex; /* 0: no veth (not root, or no netns): its cases are skipped */
+
+static uint32_t ifindex_of(enum test_if i)
+{
+	return i == IF_VETH ? veth_ifindex : i == IF_OTHER ? OTHER_IFINDEX : LO_IFINDEX;
+}
 
 /* One end of a packet: an address (IPv4 as a.b.c.d, IPv6 as text) and a port. */
 struct end {
@@ -95,6 +108,9 @@ struct udp_case {
 	bool stale; /* FWD: the entry is stale afterwards */
 	/* A draining entry: passed and held so far, and the last number userspace published (mmp_udp_drain). */
 	uint64_t passed, held, sent;
+	enum test_if entry_if; /* the entry's in_ifindex */
+	enum test_if pkt_if; /* where the packet arrives */
+	uint64_t wrong_ifindex; /* MMP_UDP_KCNT_WRONG_IFINDEX afterwards */
 };
 
 static void addr16(const char *text, uint8_t out[16])
@@ -275,6 +291,7 @@ static void fill_entry(const struct udp_case *c)
 		put_end(&c->up, v.up_addr, &v.up_port);
 		v.format = c->format;
 		v.mode = c->mode;
+		v.in_ifindex = ifindex_of(c->entry_if);
 		v.passed = c->passed;
 		v.held = c->held;
 		if (c->sent) {
@@ -297,6 +314,7 @@ static void fill_entry(const struct udp_case *c)
 		put_end(&c->lb, v.lb_addr, &v.lb_port);
 		put_end(&c->local, v.local_addr, &v.local_port);
 		v.max_len = c->max_len ? c->max_len : 1500;
+		v.in_ifindex = ifindex_of(c->entry_if);
 		v.mode = c->mode;
 		v.format = c->format;
 		if (c->format == MMP_UDP_FMT_SPP)
@@ -305,16 +323,31 @@ static void fill_entry(const struct udp_case *c)
 	}
 }
 
+/* A fast-path counter (enum mmp_udp_kcounter), summed over CPUs. */
+static uint64_t kcount(struct bpf_map *kcnt, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1], sum = 0;
+
+	assert_true(ncpu > 0);
+	assert_int_equal(bpf_map__lookup_elem(kcnt, &idx, sizeof(idx), vals, sizeof(vals), 0), 0);
+	for (int i = 0; i < ncpu; i++)
+		sum += vals[i];
+	return sum;
+}
+
 static void test_case(void **state)
 {
 	const struct udp_case *c = *state;
 	uint8_t in[PKT_MAX], out[PKT_MAX], want[PKT_MAX];
-	struct __sk_buff ctx = { 0 };
+	struct __sk_buff ctx = { 0 }, ctx_in = { .ifindex = ifindex_of(c->pkt_if) };
 	size_t in_len, want_len;
 	int err;
 
 	if (geteuid() != 0)
 		skip();
+	if ((c->entry_if == IF_VETH || c->pkt_if == IF_VETH) && !veth_ifindex)
+		skip(); /* main() could not make the veth */
 	cur = udp_bpf__open();
 	assert_non_null(cur);
 	cur->rodata->sum_in_full = c->full;
@@ -327,6 +360,11 @@ static void test_case(void **state)
 		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (uint32_t)in_len, .data_out = out,
 			    .data_size_out = sizeof(out), .ctx_out = &ctx, .ctx_size_out = sizeof(ctx), .repeat = 1);
 
+		/* A ctx ifindex above 1 makes that device the skb's (lo otherwise). */
+		if (c->pkt_if != IF_LO) {
+			opts.ctx_in = &ctx_in;
+			opts.ctx_size_in = sizeof(ctx_in);
+		}
 		err = bpf_prog_test_run_opts(bpf_program__fd(cur->progs.mmp_udp_ingress), &opts);
 		assert_int_equal(err, 0);
 		assert_int_equal((int)opts.retval, c->ret);
@@ -357,6 +395,7 @@ static void test_case(void **state)
 		assert_int_equal(v.stale, c->stale);
 		assert_int_equal(v.pkts, c->ret == TC_ACT_OK ? 1 : 0);
 	}
+	assert_int_equal(kcount(cur->maps.mmp_udp_kcnt, MMP_UDP_KCNT_WRONG_IFINDEX), c->wrong_ifindex);
 }
 
 static int teardown(void **state)
@@ -453,6 +492,31 @@ static const struct udp_case cases[] = {
 	{ "IPv6 SPP reply at exactly max_len once grown", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE,
 	  40 + 8 + 1000 + 38, L6, P6, C6, U6, X6, { 6, U6, C6, NONE, C6, X6, 1000 }, TC_ACT_OK, false,
 	  { 6, P6, L6, SPP, C6, X6, 1000 } },
+	/* Interfaces: a flow's 4-tuple anywhere but its in_ifindex is left untouched, and counted. */
+	{ .name = "IPv4 v2 forward on another interface than the LB's: untouched, counted", .dir = FWD,
+	  .format = MMP_UDP_FMT_V2, .mode = MMP_UDP_MODE_ACTIVE, .lb = L4_, .local = P4, .client = C4, .up = U4,
+	  .spp_proxy = X4, .in = { 4, L4_, P4, V2, C4, X4, 101 }, .ret = TC_ACT_UNSPEC, .same = true,
+	  .entry_if = IF_OTHER, .wrong_ifindex = 1 },
+	{ .name = "IPv6 v2 forward, another client's header on another interface: the entry does not go stale",
+	  .dir = FWD, .format = MMP_UDP_FMT_V2, .mode = MMP_UDP_MODE_ACTIVE, .lb = L6, .local = P6, .client = C6,
+	  .up = U6, .spp_proxy = X6, .in = { 6, L6, P6, V2, { "2001:db8:77::8", 5555 }, X6, 20 }, .ret = TC_ACT_UNSPEC,
+	  .same = true, .entry_if = IF_OTHER, .wrong_ifindex = 1 },
+	{ .name = "IPv4 SPP forward of a local LB's flow arriving on a veth: untouched, counted", .dir = FWD,
+	  .format = MMP_UDP_FMT_SPP, .mode = MMP_UDP_MODE_ACTIVE, .lb = L4_, .local = P4, .client = C4, .up = U4,
+	  .spp_proxy = X4, .in = { 4, L4_, P4, SPP, C4, X4, 64 }, .ret = TC_ACT_UNSPEC, .same = true,
+	  .pkt_if = IF_VETH, .wrong_ifindex = 1 },
+	{ .name = "IPv4 v2 forward of a remote LB's flow on its own interface (the veth): rewritten", .dir = FWD,
+	  .format = MMP_UDP_FMT_V2, .mode = MMP_UDP_MODE_ACTIVE, .lb = L4_, .local = P4, .client = C4, .up = U4,
+	  .spp_proxy = X4, .in = { 4, L4_, P4, V2, C4, X4, 101 }, .ret = TC_ACT_OK,
+	  .out = { 4, C4, U4, NONE, C4, X4, 101 }, .entry_if = IF_VETH, .pkt_if = IF_VETH },
+	{ .name = "IPv4 v2 reply from the upstream's address on another interface than lo: untouched, counted",
+	  .dir = REV, .format = MMP_UDP_FMT_V2, .mode = MMP_UDP_MODE_ACTIVE, .lb = L4_, .local = P4, .client = C4,
+	  .up = U4, .spp_proxy = X4, .in = { 4, U4, C4, NONE, C4, X4, 33 }, .ret = TC_ACT_UNSPEC, .same = true,
+	  .entry_if = IF_OTHER, .wrong_ifindex = 1 },
+	{ .name = "IPv6 SPP reply injected on a veth: untouched, counted", .dir = REV, .format = MMP_UDP_FMT_SPP,
+	  .mode = MMP_UDP_MODE_ACTIVE, .lb = L6, .local = P6, .client = C6, .up = U6, .spp_proxy = X6,
+	  .in = { 6, U6, C6, NONE, C6, X6, 99 }, .ret = TC_ACT_UNSPEC, .same = true, .pkt_if = IF_VETH,
+	  .wrong_ifindex = 1 },
 };
 
 /* ------------------------------------------------------------------ map entries -- */
@@ -672,6 +736,39 @@ static void test_moved_local_entries_deleted(void **state)
 	assert_entries(0, 0, 0);
 }
 
+/*
+ * A load balancer on this host sending to our veth address: IP_PKTINFO names
+ * the veth, but its datagrams come through lo, so the entries must name lo
+ * and continue there (a redirect out of the veth lost its replies).
+ */
+static void test_own_address_lb_is_local(void **state)
+{
+	struct mmp_udp_fkey fk = { 0 };
+	struct mmp_udp_rkey rk = { 0 };
+	struct mmp_udp_fval fv;
+	struct mmp_udp_rval rv;
+
+	(void)state;
+	if (!env.fp)
+		skip();
+	env.f.format = MMP_UDP_FMT_V2;
+	ep4(&env.f.lb, &(struct end){ OWN_ADDR, 40000 });
+	assert_int_equal(udp_fast_add(env.fp, &env.f, (int)veth_ifindex, false), 0);
+	assert_int_equal(env.f.lb_ifindex, LO_IFINDEX);
+	put_end(&(struct end){ OWN_ADDR, 40000 }, fk.lb_addr, &fk.lb_port);
+	put_end(&(struct end)P4, fk.local_addr, &fk.local_port);
+	assert_int_equal(bpf_map_lookup_elem(udp_maps_fwd_fd(env.maps), &fk, &fv), 0);
+	assert_int_equal(fv.in_ifindex, LO_IFINDEX);
+	assert_int_equal(fv.redirect_ifindex, 0);
+	put_end(&(struct end)U4, rk.up_addr, &rk.up_port);
+	put_end(&(struct end)C4, rk.client_addr, &rk.client_port);
+	assert_int_equal(bpf_map_lookup_elem(udp_maps_rev_fd(env.maps), &rk, &rv), 0);
+	assert_int_equal(rv.in_ifindex, LO_IFINDEX);
+	assert_int_equal(rv.redirect_ifindex, 0);
+	udp_fast_del(env.fp, &env.f);
+	assert_entries(0, 0, 0);
+}
+
 /* Deleted once: a second udp_fast_del (a flow that moves, then closes) finds nothing to do. */
 static void test_del_twice(void **state)
 {
@@ -687,21 +784,22 @@ static void test_del_twice(void **state)
 }
 
 /*
- * Its own network namespace, with a veth pair: the entry cases attach TC
- * programs, which must not touch the host's interfaces, and a remote load
- * balancer needs an interface of its own.
+ * Its own network namespace, with a veth pair: the veth cases need a second
+ * device, and the entry cases attach TC programs, which must not touch the
+ * host's interfaces.
  */
 static void make_netns(void)
 {
 	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "test_udp_fastpath: unshare(CLONE_NEWNET): %s: the entry cases are skipped\n",
+		fprintf(stderr, "test_udp_fastpath: unshare(CLONE_NEWNET): %s: the veth and entry cases are skipped\n",
 			strerror(errno));
 		return;
 	}
-	if (system("ip link add " VETH " type veth peer name mmpt-u1 && ip link set lo up") == 0)
+	if (system("ip link add " VETH " type veth peer name mmpt-u1 && ip link set lo up && ip link set mmpt-u1 up && "
+		   "ip link set " VETH " up && ip addr add " OWN_ADDR "/24 dev " VETH) == 0)
 		veth_ifindex = if_nametoindex(VETH);
 	if (!veth_ifindex)
-		fprintf(stderr, "test_udp_fastpath: no veth (ip link add failed): the entry cases are skipped\n");
+		fprintf(stderr, "test_udp_fastpath: no veth (ip link add failed): the veth and entry cases are skipped\n");
 }
 
 int main(void)
@@ -713,6 +811,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spp_proxy_entries_deleted, fast_setup, fast_teardown),
 		cmocka_unit_test_setup_teardown(test_moved_local_entries_deleted, fast_setup, fast_teardown),
 		cmocka_unit_test_setup_teardown(test_del_twice, fast_setup, fast_teardown),
+		cmocka_unit_test_setup_teardown(test_own_address_lb_is_local, fast_setup, fast_teardown),
 	};
 	int failed;
 

@@ -88,6 +88,7 @@ static void sum_counters(struct udp_shared *sh, const struct udp_worker *w, int 
 	out->fast_passed = k[MMP_UDP_KCNT_PASS_HEADER] + k[MMP_UDP_KCNT_PASS_BIG];
 	out->fast_errors = k[MMP_UDP_KCNT_ERRORS];
 	out->fast_held = k[MMP_UDP_KCNT_HELD];
+	out->fast_wrong_ifindex = k[MMP_UDP_KCNT_WRONG_IFINDEX];
 }
 
 /* Two lines at -v 1: the traffic and flows, then the drops (1 KiB per log line). */

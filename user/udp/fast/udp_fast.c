@@ -27,6 +27,7 @@
 #include "lib/clsact.h"
 #include "lib/instance.h"
 #include "lib/log.h"
+#include "lib/sockaddr.h"
 #include "udp/fast/udp_fast.h"
 #include "udp/udp_flow.h"
 #include "udp/fast/udp_maps.h"
@@ -345,6 +346,8 @@ static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool he
 	fv.up_port = up.port;
 	/* A remote LB's datagrams continue into lo ingress, where the upstream listens. */
 	fv.redirect_ifindex = remote ? (uint32_t)fp->lo : 0;
+	/* Where IP_PKTINFO saw them arrive: on any other interface they are not the LB's (udp.bpf.c wrong_iface). */
+	fv.in_ifindex = (uint32_t)f->lb_ifindex;
 	fv.format = f->format;
 	fv.header_required = header_required;
 	fv.mode = MMP_UDP_MODE_DRAIN;
@@ -372,6 +375,8 @@ static void add_rev(struct udp_fast *fp, struct udp_flow *f, const struct hook *
 	rv.local_port = f->local.port;
 	rv.redirect_ifindex = remote ? (uint32_t)h->ifindex : 0;
 	rv.max_len = h->mtu;
+	/* The upstream listens on loopback (docs/DESIGN.md §4): its replies arrive on lo, and only there. */
+	rv.in_ifindex = (uint32_t)fp->lo;
 	rv.mode = MMP_UDP_MODE_DRAIN;
 	rv.format = f->format;
 	if (f->format == MMP_UDP_FMT_SPP)
@@ -380,15 +385,37 @@ static void add_rev(struct udp_fast *fp, struct udp_flow *f, const struct hook *
 		f->fast_rev = true;
 }
 
+/*
+ * The interface the LB's datagrams really come in on. IP_PKTINFO names the
+ * interface of the address they were sent to, but a load balancer on this
+ * host sends through lo whichever of our addresses it picks (the tc engine
+ * decides alike, tc_handoff.c): its flow is a local one, on lo both ways.
+ * Taken as remote, the entries would name an interface its datagrams never
+ * use, and its replies would be redirected out of it and lost.
+ */
+static int arrival_ifindex(const struct udp_fast *fp, const struct udp_flow *f, int lb_ifindex)
+{
+	struct sockaddr_storage lb;
+
+	if (lb_ifindex == fp->lo)
+		return lb_ifindex;
+	udp_ep_to_sa(&f->lb, &lb);
+	return mmp_is_local_addr(&lb) ? fp->lo : lb_ifindex;
+}
+
 int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool header_required)
 {
-	const struct hook *h = hook_of(fp, lb_ifindex);
-	bool remote = lb_ifindex != fp->lo, fwd, rev;
+	const struct hook *h;
+	bool remote, fwd, rev;
 	int err;
 
-	if (!h || (f->format != MMP_UDP_FMT_V2 && f->format != MMP_UDP_FMT_SPP) || !f->client.family ||
-	    !one_family(f))
+	if ((f->format != MMP_UDP_FMT_V2 && f->format != MMP_UDP_FMT_SPP) || !f->client.family || !one_family(f))
 		return 1;
+	lb_ifindex = arrival_ifindex(fp, f, lb_ifindex);
+	h = hook_of(fp, lb_ifindex);
+	if (!h)
+		return 1;
+	remote = lb_ifindex != fp->lo;
 	f->lb_ifindex = lb_ifindex;
 	fwd = !f->fast_fwd && (!remote || fp->into_lo);
 	/* A remote LB's SPP replies would leave with a wrong checksum offset (reply() in udp.bpf.c). */
