@@ -3,6 +3,7 @@
 #   make test       every test (installs deps first; needs root, re-runs through sudo)
 #   make demo       HAProxy -> mmproxy-bpf -> upstream in namespaces (needs root)
 #   make install    binary, man page and systemd unit
+#   make deb        the Debian package (debian/), in build/deb/
 #   make vmlinux    regenerate the committed vmlinux/vmlinux.h from the running kernel
 #   make bench      quick benchmark (~5 min); make bench-full for everything
 
@@ -59,7 +60,7 @@ BIN := $(BUILD)/mmproxy-bpf
 # Keep the BPF objects: they are inputs of the skeletons, not throwaway intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
-.PHONY: all test test-root demo demo-root install vmlinux clean bench bench-full deps
+.PHONY: all test test-root demo demo-root install deb vmlinux clean bench bench-full deps
 all: $(BIN)
 
 $(BUILD) $(BUILD)/user:
@@ -75,7 +76,7 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/user
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
 
 # Rebuilt from scratch: `ar r` keeps members of deleted sources, which then shadow nothing but link stale code.
 $(BUILD)/libmmp.a: $(USER_OBJS)
@@ -83,7 +84,7 @@ $(BUILD)/libmmp.a: $(USER_OBJS)
 	ar rcs $@ $^
 
 $(BIN): $(BUILD)/user/main.o $(BUILD)/libmmp.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
@@ -132,6 +133,24 @@ install: $(BIN)
 	install -D -m 0644 docs/mmproxy-bpf.8 $(DESTDIR)$(PREFIX)/share/man/man8/mmproxy-bpf.8
 	install -D -m 0644 scripts/mmproxy-bpf.service $(DESTDIR)/etc/systemd/system/mmproxy-bpf.service
 	install -D -m 0644 scripts/mmproxy-bpf@.service $(DESTDIR)/etc/systemd/system/mmproxy-bpf@.service
+
+# make deb: dpkg-buildpackage writes its results next to the tree it builds,
+# so it builds a copy of the sources in DEB_DIR/src and the .deb lands in
+# DEB_DIR. Emptied first, so that build/deb/mmproxy-bpf_*.deb names one file.
+# Offline, as root or not (Rules-Requires-Root: no), unsigned; DEB_JOBS
+# parallel jobs. The sources are the tracked top-level entries the build needs.
+DEB_DIR  ?= build/deb
+DEB_JOBS ?= 2
+DEB_SRC  := Makefile README.md bpf debian docs include scripts user vmlinux
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+		{ echo "make deb: dpkg-buildpackage or dh is missing: apt-get install dpkg-dev debhelper (or make deps)" >&2; exit 1; }
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/src
+	cp -a $(DEB_SRC) $(DEB_DIR)/src/
+	cd $(DEB_DIR)/src && MMP_GIT_VERSION=$(VERSION) dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
+	rm -rf $(DEB_DIR)/src
+	@ls -1 $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf $(BUILD)

@@ -17,6 +17,9 @@ PACKAGES=(
 	# run and test
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
 	python3 socat jq xdp-tools prometheus python3-prometheus-client ethtool
+	# make deb and t54 (dpkg-buildpackage, dh, lintian); no fakeroot: the
+	# package says Rules-Requires-Root: no
+	dpkg-dev debhelper lintian
 	# benchmark
 	go-mmproxy iperf3 gnuplot-nox hping3 wrk sockperf
 )
