@@ -13,6 +13,9 @@
  *  - pp_parse agrees with the version-specific parser its first byte picks;
  *  - parsing exactly header_len bytes gives the same header;
  *  - every prefix of an OK header is PP_NEED_MORE;
+ *  - every surfaced TLV lies in the header, and its log form
+ *    (pp_tlv_format) is printable ASCII without spaces inside a value,
+ *    within PP_TLV_FMT_LEN;
  *  - over growing prefixes the status only moves NEED_MORE -> OK or
  *    NEED_MORE -> INVALID, never back (early rejection is final, and a
  *    complete header stays complete whatever follows).
@@ -25,6 +28,7 @@
 
 #include <netinet/in.h>
 
+#include "proto/pp_tlv_fmt.h"
 #include "proto/proxy_proto.h"
 
 /* Prefixes up to this length are all swept, each from its own heap copy. */
@@ -62,6 +66,30 @@ static bool in_header(const uint8_t *buf, const struct pp_header *h, const uint8
 	return p >= buf && p <= buf + h->header_len && n <= (size_t)(buf + h->header_len - p);
 }
 
+static bool bytes_ok(const uint8_t *buf, const struct pp_header *h, const struct pp_bytes *b)
+{
+	return b->ptr ? in_header(buf, h, b->ptr, b->len) : b->len == 0;
+}
+
+/* The surfaced TLVs lie in the header; their log form is bounded and printable. */
+static void check_tlvs(const char *api, const uint8_t *buf, size_t len, const struct pp_header *h)
+{
+	char out[PP_TLV_FMT_LEN];
+	size_t n;
+
+	CHECK(bytes_ok(buf, h, &h->tlv.alpn), api, len);
+	CHECK(bytes_ok(buf, h, &h->tlv.netns), api, len);
+	CHECK(bytes_ok(buf, h, &h->tlv.ssl_cn), api, len);
+	CHECK(bytes_ok(buf, h, &h->tlv.aws_vpce_id), api, len);
+	CHECK(!h->tlv.ssl_cn.ptr || h->tlv.ssl, api, len);
+	memset(out, 0x5A, sizeof(out));
+	pp_tlv_format(h, out, sizeof(out));
+	n = strnlen(out, sizeof(out));
+	CHECK(n < sizeof(out), api, len);
+	for (size_t i = 0; i < n; i++)
+		CHECK(out[i] >= ' ' && out[i] < 0x7f, api, len);
+}
+
 /* Check one result against the contract. */
 static void check_result(const char *api, const uint8_t *buf, size_t len, enum pp_status st,
 			 const struct pp_header *h, const char *reason)
@@ -91,6 +119,7 @@ static void check_result(const char *api, const uint8_t *buf, size_t len, enum p
 	} else {
 		CHECK(h->unique_id_len == 0, api, len);
 	}
+	check_tlvs(api, buf, len, h);
 	addrs = h->command == PP_CMD_PROXY &&
 		(h->family == PP_FAM_INET || h->family == PP_FAM_INET6);
 	if (!addrs) {
@@ -125,6 +154,13 @@ static enum pp_status parse_exact(size_t api, const uint8_t *data, size_t len, s
 		h->authority = data + (h->authority - buf);
 	if (st == PP_OK && h->unique_id)
 		h->unique_id = data + (h->unique_id - buf);
+	if (st == PP_OK) {
+		struct pp_bytes *tlvs[] = { &h->tlv.alpn, &h->tlv.netns, &h->tlv.ssl_cn, &h->tlv.aws_vpce_id };
+
+		for (size_t i = 0; i < sizeof(tlvs) / sizeof(tlvs[0]); i++)
+			if (tlvs[i]->ptr)
+				tlvs[i]->ptr = data + (tlvs[i]->ptr - buf);
+	}
 	free(buf);
 	return st;
 }
@@ -149,7 +185,8 @@ static bool same_header(const struct pp_header *a, const struct pp_header *b)
 	       memcmp(&a->src, &b->src, sizeof(a->src)) == 0 &&
 	       memcmp(&a->dst, &b->dst, sizeof(a->dst)) == 0 && a->authority == b->authority &&
 	       a->authority_len == b->authority_len && a->unique_id == b->unique_id &&
-	       a->unique_id_len == b->unique_id_len && a->crc32c_present == b->crc32c_present;
+	       a->unique_id_len == b->unique_id_len && a->crc32c_present == b->crc32c_present &&
+	       memcmp(&a->tlv, &b->tlv, sizeof(a->tlv)) == 0;
 }
 
 /*

@@ -25,8 +25,12 @@
  *    skipped unread.
  *  - src/dst are filled only for PROXY with INET/INET6 and a STREAM or DGRAM
  *    transport; an UNSPEC transport means "ignore the addresses".
- *  - A duplicated CRC32C, AUTHORITY or UNIQUE_ID TLV is invalid, as is a
- *    CRC32C TLV whose length is not 4.
+ *  - A duplicated CRC32C, AUTHORITY, UNIQUE_ID, ALPN, NETNS, SSL (or its
+ *    CN) TLV is invalid, as is a CRC32C TLV whose length is not 4 and an SSL
+ *    TLV too short for its fixed fields or whose sub-TLVs overrun it.
+ *  - Cloud TLVs (AWS 0xEA/0x01, Azure 0xEE/0x01, GCP 0xE0) are read only in
+ *    their documented shape; a duplicate of one so read is invalid
+ *    (docs/DESIGN.md §13).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -46,6 +50,7 @@
 #define PP2_TLV_HDR_LEN 3
 #define PP2_CRC32C_LEN 4
 #define PP2_UNIQUE_ID_MAX 128
+#define PP2_SSL_FIXED_LEN 5 /* client (1) and verify (4) before the sub-TLVs */
 
 static const uint8_t pp2_sig[PP2_SIG_LEN] = {
 	0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A,
@@ -575,16 +580,120 @@ static bool v2_crc_ok(const uint8_t *buf, size_t hlen, size_t crc_off)
 	return crc == get_be32(buf + crc_off);
 }
 
+/* Store a byte-string TLV; returns -1 when it was already there (a duplicate). */
+static int set_once(struct pp_bytes *b, const uint8_t *p, size_t len)
+{
+	if (b->ptr)
+		return -1;
+	b->ptr = p;
+	b->len = len;
+	return 0;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+/*
+ * v2_ssl - the SSL TLV: client (1 byte), verify (4 bytes, big-endian), then
+ * sub-TLVs, of which we keep the CN. The value at v[0..vlen) lies inside the
+ * header already; the sub-TLVs must fill it exactly, as TLVs fill a header.
+ * Returns 0, or -1 with *reason set.
+ */
+static int v2_ssl(const uint8_t *v, size_t vlen, struct pp_tlvs *t, const char **reason)
+{
+	size_t off = PP2_SSL_FIXED_LEN, slen;
+
+	if (vlen < PP2_SSL_FIXED_LEN)
+		goto short_ssl;
+	if (t->ssl)
+		goto dup;
+	t->ssl = true;
+	t->ssl_client = v[0];
+	t->ssl_verify = get_be32(v + 1);
+	while (off < vlen) {
+		if (vlen - off < PP2_TLV_HDR_LEN)
+			goto truncated;
+		slen = get_be16(v + off + 1);
+		if (vlen - off - PP2_TLV_HDR_LEN < slen)
+			goto truncated;
+		if (v[off] == PP2_SUBTYPE_SSL_CN && set_once(&t->ssl_cn, v + off + PP2_TLV_HDR_LEN, slen))
+			goto dup;
+		off += PP2_TLV_HDR_LEN + slen;
+	}
+	return 0;
+
+short_ssl:
+	*reason = "v2: SSL TLV shorter than its 5-byte client and verify fields";
+	return -1;
+truncated:
+	*reason = "v2: truncated sub-TLV in the SSL TLV";
+	return -1;
+dup:
+	*reason = "v2: duplicate TLV";
+	return -1;
+}
+
+/*
+ * v2_cloud - the cloud load balancers' TLVs, in the custom range 0xE0..0xEF
+ * that the spec leaves to anyone. A value of another shape than the
+ * provider's documented one (another subtype, another length) is someone
+ * else's use of that type: skipped, not an error, so that a sender using
+ * 0xE0 for its own purpose is not refused. A second copy of one we read is
+ * an error: which endpoint would it be?
+ * Returns 0, or -1 with *reason set.
+ */
+static int v2_cloud(uint8_t type, const uint8_t *v, size_t vlen, struct pp_tlvs *t, const char **reason)
+{
+	switch (type) {
+	case PP2_TYPE_AWS:
+		if (vlen < 1 || v[0] != PP2_SUBTYPE_AWS_VPCE_ID)
+			return 0;
+		if (set_once(&t->aws_vpce_id, v + 1, vlen - 1))
+			goto dup;
+		return 0;
+	case PP2_TYPE_AZURE:
+		if (vlen != 1 + 4 || v[0] != PP2_SUBTYPE_AZURE_LINKID)
+			return 0;
+		if (t->azure_linkid_present)
+			goto dup;
+		t->azure_linkid_present = true;
+		t->azure_linkid = get_le32(v + 1);
+		return 0;
+	case PP2_TYPE_GCP:
+		if (vlen != 8)
+			return 0;
+		if (t->gcp_psc_present)
+			goto dup;
+		t->gcp_psc_present = true;
+		t->gcp_psc_id = get_be64(v);
+		return 0;
+	}
+	return 0;
+
+dup:
+	*reason = "v2: duplicate TLV";
+	return -1;
+}
+
 /*
  * v2_tlv - record one TLV whose value is buf[off..off+vlen), already known
  * to lie inside the header.
  * Returns 0, or -1 with *reason set for a bad CRC32C length, an oversized
- * UNIQUE_ID or a duplicate of a TLV we expose. *crc_off gets the offset of a
- * CRC32C value.
+ * UNIQUE_ID, a malformed SSL TLV or a duplicate of a TLV we expose.
+ * *crc_off gets the offset of a CRC32C value.
  */
 static int v2_tlv(const uint8_t *buf, uint8_t type, size_t off, size_t vlen, size_t *crc_off,
 		  struct pp_header *hdr, const char **reason)
 {
+	const uint8_t *v = buf + off;
+
 	switch (type) {
 	case PP2_TYPE_CRC32C:
 		if (vlen != PP2_CRC32C_LEN)
@@ -596,7 +705,7 @@ static int v2_tlv(const uint8_t *buf, uint8_t type, size_t off, size_t vlen, siz
 	case PP2_TYPE_AUTHORITY:
 		if (hdr->authority)
 			goto dup;
-		hdr->authority = buf + off;
+		hdr->authority = v;
 		hdr->authority_len = vlen;
 		break;
 	case PP2_TYPE_UNIQUE_ID:
@@ -604,10 +713,24 @@ static int v2_tlv(const uint8_t *buf, uint8_t type, size_t off, size_t vlen, siz
 			goto long_id;
 		if (hdr->unique_id)
 			goto dup;
-		hdr->unique_id = buf + off;
+		hdr->unique_id = v;
 		hdr->unique_id_len = vlen;
 		break;
-	default: /* ALPN, NOOP, SSL, NETNS, custom: not ours to interpret */
+	case PP2_TYPE_ALPN:
+		if (set_once(&hdr->tlv.alpn, v, vlen))
+			goto dup;
+		break;
+	case PP2_TYPE_NETNS:
+		if (set_once(&hdr->tlv.netns, v, vlen))
+			goto dup;
+		break;
+	case PP2_TYPE_SSL:
+		return v2_ssl(v, vlen, &hdr->tlv, reason);
+	case PP2_TYPE_AWS:
+	case PP2_TYPE_AZURE:
+	case PP2_TYPE_GCP:
+		return v2_cloud(type, v, vlen, &hdr->tlv, reason);
+	default: /* NOOP, other custom types: not ours to interpret */
 		break;
 	}
 	return 0;

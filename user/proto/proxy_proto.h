@@ -46,7 +46,39 @@ enum pp_transport {
 #define PP2_TYPE_NOOP 0x04
 #define PP2_TYPE_UNIQUE_ID 0x05
 #define PP2_TYPE_SSL 0x20
+#define PP2_SUBTYPE_SSL_CN 0x22
 #define PP2_TYPE_NETNS 0x30
+/* Cloud load balancers' own TLVs, in the spec's custom range 0xE0..0xEF. */
+#define PP2_TYPE_GCP 0xE0 /* Private Service Connect: 8-byte pscConnectionId, big-endian */
+#define PP2_TYPE_AWS 0xEA /* NLB/PrivateLink: subtype byte, then the value */
+#define PP2_SUBTYPE_AWS_VPCE_ID 0x01 /* the VPC endpoint ID, ASCII */
+#define PP2_TYPE_AZURE 0xEE /* Private Link Service: subtype byte, then the value */
+#define PP2_SUBTYPE_AZURE_LINKID 0x01 /* the LinkID, a little-endian uint32 */
+
+/* A byte string inside the caller's buffer; ptr is NULL when absent. */
+struct pp_bytes {
+	const uint8_t *ptr;
+	size_t len;
+};
+
+/*
+ * The TLVs we surface. Byte strings point into the caller's buffer and are
+ * the sender's bytes as they came (attacker-controlled: pp_tlv_format()
+ * escapes and bounds them for logs).
+ */
+struct pp_tlvs {
+	struct pp_bytes alpn;
+	struct pp_bytes netns;
+	struct pp_bytes ssl_cn; /* the SSL TLV's CN sub-TLV */
+	bool ssl; /* an SSL TLV was present */
+	uint8_t ssl_client; /* its client field (PP2_CLIENT_* bits) */
+	uint32_t ssl_verify; /* its verify field: 0 when the client certificate was verified */
+	struct pp_bytes aws_vpce_id; /* without the subtype byte */
+	bool azure_linkid_present;
+	uint32_t azure_linkid;
+	bool gcp_psc_present;
+	uint64_t gcp_psc_id;
+};
 
 struct pp_header {
 	int version; /* 1 or 2 */
@@ -67,6 +99,7 @@ struct pp_header {
 	const uint8_t *unique_id;
 	size_t unique_id_len;
 	bool crc32c_present; /* true when a CRC32C TLV was present and matched */
+	struct pp_tlvs tlv;
 };
 
 /*

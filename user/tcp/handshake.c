@@ -17,6 +17,7 @@
 #include "policy/policy.h"
 #include "lib/sockaddr.h"
 #include "listen/port_range.h"
+#include "proto/pp_tlv_fmt.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
 #include "tcp/pending.h"
@@ -262,8 +263,15 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 		close_early(w, c, false);
 		return;
 	}
-	pr_debug("PROXY v%d header from %s: client %s", hdr.version, mmp_fmt_addr((const void *)&c->lb_addr, lb),
-		 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, src) : "(local)");
+	if (mmp_verbosity >= MMP_LOG_DEBUG) {
+		/* The TLVs are the sender's bytes: pp_tlv_format escapes and bounds them. */
+		char tlvs[PP_TLV_FMT_LEN];
+
+		pr_debug("PROXY v%d header from %s: client %s%s", hdr.version,
+			 mmp_fmt_addr((const void *)&c->lb_addr, lb),
+			 c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, src) : "(local)",
+			 pp_tlv_format(&hdr, tlvs, sizeof(tlvs)));
+	}
 	start_connect(w, c);
 	return;
 fail:
