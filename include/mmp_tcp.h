@@ -31,7 +31,9 @@
 	X(refused_pending, "refused pending", "connections refused: --max-pending connections were pending")          \
 	X(refused_pending_source, "refused pending source",                                                     \
 	  "connections refused: their load balancer had --max-pending-per-source pending")                          \
-	X(closed_idle, "closed idle", "connections closed: no data either way for --idle-timeout")
+	X(closed_idle, "closed idle", "connections closed: no data either way for --idle-timeout")              \
+	X(refused_endpoint, "refused endpoint",                                                                 \
+	  "connections refused: the PROXY header names no endpoint of --allowed-endpoints")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(name, label, desc) __u64 name;

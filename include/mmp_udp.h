@@ -256,7 +256,8 @@ struct mmp_udp_flow {
 	X(drop_upstream_socket, "dropped: the upstream socket could not be opened or bound")        \
 	X(drop_fwd_send, "dropped: sending to the upstream failed")                                 \
 	X(drop_reply_send, "dropped: sending a reply to the load balancer failed")                  \
-	X(upstream_errors, "ICMP errors from upstreams (e.g. port unreachable)")
+	X(upstream_errors, "ICMP errors from upstreams (e.g. port unreachable)")                    \
+	X(drop_endpoint, "dropped: the header names no endpoint of --allowed-endpoints")
 
 struct mmp_udp_counters {
 #define MMP_UDP_X_FIELD(name, desc) __u64 name;

@@ -144,6 +144,11 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
 	if (err)
 		goto out_lock;
+	if (cfg->allowed_endpoints_path) {
+		err = mmp_policy_open_endpoints(policy, cfg->allowed_endpoints_path);
+		if (err)
+			goto out_policy;
+	}
 	mmp_lo_sysctls_at_start(cfg);
 	/* After the tries are filled: attached earlier, the gate would drop every allowed source too. */
 	err = mmp_xdp_gate_open(cfg, &gate);

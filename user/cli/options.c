@@ -40,6 +40,7 @@ enum long_only_opts {
 	OPT_WATCH,
 	OPT_MAX_PORTS,
 	OPT_UDP_ANY_SOURCE,
+	OPT_ALLOWED_ENDPOINTS,
 	OPT_IDLE_TIMEOUT,
 	OPT_KEEPALIVE,
 	OPT_HELP,
@@ -78,6 +79,9 @@ static const struct opt_desc {
 	{ "allowed-subnets", 'a', "FILE", RUN,
 	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning; UDP "
 	  "refuses to start without it unless given --udp-any-source)" },
+	{ "allowed-endpoints", OPT_ALLOWED_ENDPOINTS, "FILE", RUN,
+	  "allowed cloud endpoints, one per line: aws:vpce-ID, azure:LINKID, gcp:PSCID (decimal); a PROXY "
+	  "header whose TLVs name none of them is refused (default: no endpoint check); re-read on SIGHUP" },
 	{ "udp-any-source", OPT_UDP_ANY_SOURCE, NULL, RUN,
 	  "UDP without -a: accept headers from every source (a spoofed datagram then opens flows and has "
 	  "replies sent anywhere; list your load balancers with -a instead)" },
@@ -534,6 +538,9 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			break;
 		case OPT_UDP_ANY_SOURCE:
 			cfg->udp_any_source = true;
+			break;
+		case OPT_ALLOWED_ENDPOINTS:
+			cfg->allowed_endpoints_path = optarg;
 			break;
 		case OPT_ALL:
 			cfg->all = true;

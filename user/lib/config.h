@@ -51,6 +51,7 @@ struct mmp_config {
 	int n_ports; /* ports served: listen_port_hi - listen port + 1 */
 	int max_ports; /* --max-ports: the cap on n_ports */
 	const char *allowed_path; /* -a, NULL: allow every source */
+	const char *allowed_endpoints_path; /* --allowed-endpoints, NULL: no endpoint policy */
 	int close_after_s; /* -c: UDP idle timeout */
 	int protocol; /* -p: IPPROTO_TCP or IPPROTO_UDP */
 	uint32_t mark; /* -m, 0: no SO_MARK */

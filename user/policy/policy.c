@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "policy/allow_set.h"
+#include "policy/endpoint_policy.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "lib/pins.h"
@@ -33,6 +34,7 @@ struct mmp_policy {
 	int allow4_fd, allow6_fd;
 	bool restrict_sources; /* false without -a: allow everything */
 	char allowed_path[PATH_MAX]; /* -a, re-read on SIGHUP */
+	struct mmp_endpoint_policy *endpoints; /* --allowed-endpoints, re-read on SIGHUP; NULL: none */
 	atomic_ulong reloads_ok, reloads_failed;
 };
 
@@ -203,7 +205,8 @@ fail:
 	return err;
 }
 
-int mmp_policy_reload(struct mmp_policy *p)
+/* Re-read -a; returns 0 or a negative errno (logged). */
+static int reload_subnets(struct mmp_policy *p)
 {
 	struct mmp_allow_set set;
 	struct mmp_allow_change chg;
@@ -216,15 +219,37 @@ int mmp_policy_reload(struct mmp_policy *p)
 	}
 	err = load_file(p, &set, &chg, why, sizeof(why));
 	if (err) {
-		atomic_fetch_add(&p->reloads_failed, 1);
 		pr_err("reload failed, the previous allowed subnets stay in force: %s (fix the file, then send SIGHUP again)",
 		       why);
 		return err;
 	}
-	atomic_fetch_add(&p->reloads_ok, 1);
 	log_counts("reloaded", p, &set, &chg);
 	mmp_allow_set_free(&set);
 	return 0;
+}
+
+int mmp_policy_reload(struct mmp_policy *p)
+{
+	/* Each file is its own: a bad one keeps its old contents, the other still reloads. */
+	int err = reload_subnets(p), err2 = mmp_endpoint_policy_reload(p->endpoints);
+
+	if (!err)
+		err = err2;
+	if (err)
+		atomic_fetch_add(&p->reloads_failed, 1);
+	else
+		atomic_fetch_add(&p->reloads_ok, 1);
+	return err;
+}
+
+int mmp_policy_open_endpoints(struct mmp_policy *p, const char *path)
+{
+	return mmp_endpoint_policy_open(path, &p->endpoints);
+}
+
+bool mmp_policy_endpoint_allowed(const struct mmp_policy *p, const struct pp_header *hdr)
+{
+	return mmp_endpoint_policy_allowed(p->endpoints, hdr);
 }
 
 void mmp_policy_reloads(const struct mmp_policy *p, uint64_t *ok, uint64_t *failed)
@@ -268,6 +293,7 @@ void mmp_policy_close(struct mmp_policy *p)
 {
 	if (!p)
 		return;
+	mmp_endpoint_policy_close(p->endpoints);
 	if (p->skel) {
 		mmp_unpin(p->pin_dir, MMP_ALLOW4_MAP);
 		mmp_unpin(p->pin_dir, MMP_ALLOW6_MAP);

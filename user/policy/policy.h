@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "proto/proxy_proto.h"
+
 struct mmp_policy;
 
 /*
@@ -29,6 +31,16 @@ int mmp_policy_open(const char *pin_dir, const char *allowed_path, struct mmp_po
 int mmp_policy_reload(struct mmp_policy *p);
 /* Reloads so far that took effect / were refused. */
 void mmp_policy_reloads(const struct mmp_policy *p, uint64_t *ok, uint64_t *failed);
+
+/*
+ * Read --allowed-endpoints (policy/endpoint_policy.h); from then on
+ * mmp_policy_reload re-reads it too. Returns 0, or a negative errno after
+ * logging the file, the line and the fix.
+ */
+int mmp_policy_open_endpoints(struct mmp_policy *p, const char *path);
+
+/* True when hdr names an allowed endpoint, or no --allowed-endpoints was given. Thread-safe. */
+bool mmp_policy_endpoint_allowed(const struct mmp_policy *p, const struct pp_header *hdr);
 
 /* True when the load balancer address sa may connect. Thread-safe. */
 bool mmp_policy_allowed(const struct mmp_policy *p, const struct sockaddr *sa);

@@ -204,6 +204,20 @@ static int restore_lowat(struct mmp_conn *c)
 	return setsockopt(c->client.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) ? -errno : 0;
 }
 
+/* Refused by --allowed-endpoints: counted and logged; returns true. */
+static bool endpoint_refused(struct mmp_worker *w, struct mmp_conn *c, const struct pp_header *hdr)
+{
+	char lb[MMP_ADDRSTRLEN], tlvs[PP_TLV_FMT_LEN];
+
+	if (mmp_policy_endpoint_allowed(w->policy, hdr))
+		return false;
+	mmp_count(w->loop.counters, MMP_TCP_CNT_refused_endpoint, 1);
+	log_conn(w, TCP_LOG_ENDPOINT, "connection from %s refused: its PROXY v%d header names no allowed endpoint (TLVs:%s) (add its aws:, azure: or gcp: ID to the --allowed-endpoints file)",
+		mmp_fmt_addr((const void *)&c->lb_addr, lb), hdr->version,
+		pp_tlv_format(hdr, tlvs, sizeof(tlvs))[0] ? tlvs : " none");
+	return true;
+}
+
 static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t events)
 {
 	char lb[MMP_ADDRSTRLEN], src[MMP_ADDRSTRLEN];
@@ -241,6 +255,9 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), reason);
 		goto fail;
 	}
+	/* The load balancer that -a trusts wrote the endpoint TLVs. */
+	if (endpoint_refused(w, c, &hdr))
+		goto fail;
 	if (restore_lowat(c)) {
 		log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s: resetting SO_RCVLOWAT failed: %s",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), strerror(errno));

@@ -9,6 +9,7 @@ static const char *const reason_desc[TCP_LOG_REASON_MAX] = {
 	[TCP_LOG_UPSTREAM] = "upstream failures",
 	[TCP_LOG_CONN_ERROR] = "load-balancer connection errors",
 	[TCP_LOG_PENDING] = "connections over the pending-handshake limits",
+	[TCP_LOG_ENDPOINT] = "connections refused by the endpoint policy",
 };
 
 static void summary(struct mmp_tcp_log *l, enum mmp_tcp_log_reason reason, uint64_t now_ns)

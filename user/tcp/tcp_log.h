@@ -21,6 +21,7 @@ enum mmp_tcp_log_reason {
 	TCP_LOG_UPSTREAM, /* upstream bind, connect or timeout */
 	TCP_LOG_CONN_ERROR, /* the load balancer's socket failed or closed early */
 	TCP_LOG_PENDING, /* --max-pending or --max-pending-per-source reached */
+	TCP_LOG_ENDPOINT, /* the header names no endpoint of --allowed-endpoints */
 	TCP_LOG_REASON_MAX,
 };
 

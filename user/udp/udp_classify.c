@@ -117,6 +117,7 @@ static enum udp_kind classify_v2(const uint8_t *buf, size_t len, struct udp_dgra
 	if (pp_parse_v2(buf, len, &hdr, &reason) != PP_OK)
 		return drop(out, MMP_UDP_CNT_drop_bad_header, reason ? reason : "invalid PROXY v2 header");
 	out->hdr_len = hdr.header_len;
+	out->tlv = hdr.tlv;
 	if (cmd == PP_CMD_LOCAL)
 		return UDP_K_LOCAL;
 	return set_client(out, UDP_K_V2, &hdr.src, &hdr.dst);

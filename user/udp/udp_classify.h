@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include "lib/config.h"
 #include "mmp_udp.h"
+#include "proto/proxy_proto.h"
 
 enum udp_kind {
 	UDP_K_V2, /* PROXY v2 PROXY/DGRAM header: the flow of .client */
@@ -30,6 +31,8 @@ struct udp_dgram_info {
 	/* V2 and SPP: the client (AF_INET also for IPv4-mapped) and the address it reached. */
 	struct sockaddr_storage client;
 	struct sockaddr_storage proxy;
+	/* V2: the header's TLVs (pointers into the datagram) for --allowed-endpoints */
+	struct pp_tlvs tlv;
 	/* PAYLOAD: the whole datagram is a prefix of the v2 signature (a truncated header?) */
 	bool sig_prefix;
 };

@@ -48,6 +48,8 @@ static const char *hint_for(enum mmp_udp_counter c)
 		return "the load balancer named a client address that cannot be used";
 	case MMP_UDP_CNT_drop_too_big:
 		return "over 64 KiB";
+	case MMP_UDP_CNT_drop_endpoint:
+		return "add its aws:, azure: or gcp: ID to the --allowed-endpoints file";
 	default:
 		return "is the load balancer sending PROXY v2 DGRAM or SPP headers? check --udp-header";
 	}
@@ -80,6 +82,23 @@ static void fast_mark(struct udp_worker *w, struct udp_flow *f, uint32_t mark, i
 		udp_cnt_sub(w, MMP_UDP_CNT_flows_fast, 1);
 	if (++f->stale_rearms <= MAX_STALE_REARMS)
 		udp_flow_want_kernel(w, f, ifindex);
+}
+
+/*
+ * --allowed-endpoints: a PROXY v2 header must name a listed endpoint in its
+ * TLVs; an SPP header has none to name. Header-less datagrams of an open
+ * flow ride on the header that opened it.
+ */
+static bool endpoint_allowed(const struct udp_worker *w, const struct udp_dgram_info *info)
+{
+	struct pp_header h = { .version = 2, .command = PP_CMD_PROXY };
+
+	if (!w->cfg->allowed_endpoints_path)
+		return true;
+	if (info->kind == UDP_K_SPP)
+		return false;
+	h.tlv = info->tlv;
+	return mmp_policy_endpoint_allowed(w->sh->policy, &h);
 }
 
 /* One datagram (or GRO segment) from load balancer lb. */
@@ -115,11 +134,15 @@ static void on_dgram(struct udp_worker *w, const uint8_t *p, uint32_t len, const
 			break;
 		goto slow;
 	case UDP_K_V2:
+		if (!endpoint_allowed(w, &info))
+			goto endpoint_refused;
 		udp_ep_from_sa(&client, (const struct sockaddr *)&info.client);
 		if (f && f->format == MMP_UDP_FMT_V2 && udp_ep_eq(&f->client, &client))
 			break;
 		goto slow;
 	case UDP_K_SPP:
+		if (!endpoint_allowed(w, &info))
+			goto endpoint_refused;
 		udp_ep_from_sa(&client, (const struct sockaddr *)&info.client);
 		g = udp_ft_by_client(&w->ft, &client);
 		if (g && g->format == MMP_UDP_FMT_SPP && udp_ep_eq(&g->lb, lb)) {
@@ -160,6 +183,12 @@ slow:
 not_allowed:
 	udp_drop(w, MMP_UDP_CNT_drop_not_allowed, lb, "source not allowed by the allowed-subnets file",
 		 hint_for(MMP_UDP_CNT_drop_not_allowed));
+	return;
+endpoint_refused:
+	udp_drop(w, MMP_UDP_CNT_drop_endpoint, lb,
+		 info.kind == UDP_K_SPP ? "SPP header: it carries no endpoint TLV for --allowed-endpoints"
+					: "PROXY v2 header names no allowed endpoint",
+		 hint_for(MMP_UDP_CNT_drop_endpoint));
 }
 
 static void on_listen_msg(struct udp_worker *w, int i, uint16_t port)

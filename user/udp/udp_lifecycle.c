@@ -70,7 +70,12 @@ static void forget(struct udp_worker *w, struct udp_flow *f)
 void udp_flow_want_kernel(struct udp_worker *w, struct udp_flow *f, int ifindex)
 {
 	f->lb_ifindex = ifindex;
-	if (!w->sh->fast || f->to_kernel)
+	/*
+	 * The kernel forwards a flow's plain headers without reading TLVs, so
+	 * under --allowed-endpoints every header must reach userspace: the flow
+	 * stays here (docs/DESIGN.md §13).
+	 */
+	if (!w->sh->fast || f->to_kernel || w->cfg->allowed_endpoints_path)
 		return;
 	f->to_kernel = true;
 	f->to_kernel_next = w->to_kernel;
