@@ -41,6 +41,7 @@ enum long_only_opts {
 	OPT_MAX_PORTS,
 	OPT_UDP_ANY_SOURCE,
 	OPT_ALLOWED_ENDPOINTS,
+	OPT_STRIP_STACKED,
 	OPT_IDLE_TIMEOUT,
 	OPT_KEEPALIVE,
 	OPT_HELP,
@@ -82,6 +83,10 @@ static const struct opt_desc {
 	{ "allowed-endpoints", OPT_ALLOWED_ENDPOINTS, "FILE", RUN,
 	  "allowed cloud endpoints, one per line: aws:vpce-ID, azure:LINKID, gcp:PSCID (decimal); a PROXY "
 	  "header whose TLVs name none of them is refused (default: no endpoint check); re-read on SIGHUP" },
+	{ "strip-stacked", OPT_STRIP_STACKED, NULL, RUN,
+	  "TCP: a second PROXY header right after the first (one load balancer behind another) is stripped "
+	  "too, and the upstream sees the client the second one names: the original client, as the farther "
+	  "load balancer saw it (default: such connections are refused)" },
 	{ "udp-any-source", OPT_UDP_ANY_SOURCE, NULL, RUN,
 	  "UDP without -a: accept headers from every source (a spoofed datagram then opens flows and has "
 	  "replies sent anywhere; list your load balancers with -a instead)" },
@@ -541,6 +546,9 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			break;
 		case OPT_ALLOWED_ENDPOINTS:
 			cfg->allowed_endpoints_path = optarg;
+			break;
+		case OPT_STRIP_STACKED:
+			cfg->strip_stacked = true;
 			break;
 		case OPT_ALL:
 			cfg->all = true;

@@ -17,6 +17,7 @@
 #include "policy/policy.h"
 #include "lib/sockaddr.h"
 #include "listen/port_range.h"
+#include "proto/pp_stacked.h"
 #include "proto/pp_tlv_fmt.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
@@ -204,6 +205,60 @@ static int restore_lowat(struct mmp_conn *c)
 	return setsockopt(c->client.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) ? -errno : 0;
 }
 
+/*
+ * A second PROXY header right after the first (docs/DESIGN.md §13): refused
+ * by default; with --strip-stacked both are stripped and *hdr becomes the
+ * second, whose client is the original one. n bytes were peeked.
+ * Returns 0 to go on, 1 to wait for more bytes, -1 when the connection is
+ * refused (counted and logged here).
+ */
+static int handle_stacked(struct mmp_worker *w, struct mmp_conn *c, struct pp_header *hdr, size_t n,
+			  uint32_t events)
+{
+	bool strip = w->loop.cfg->strip_stacked;
+	char lb[MMP_ADDRSTRLEN];
+	struct pp_header inner;
+	const char *reason = NULL;
+
+	switch (pp_stacked(w->peek_buf, n, hdr->header_len, strip, &inner, &reason)) {
+	case PP_STACK_NONE:
+		return 0;
+	case PP_STACK_MORE:
+		if (!strip)
+			goto refused; /* a whole signature is there: stacked, whatever follows */
+		if (events & EPOLLRDHUP) {
+			reason = "truncated: the connection was closed in the middle of the second header";
+			goto bad;
+		}
+		wait_for_whole_header(c, hdr->header_len + pp_bytes_needed(w->peek_buf + hdr->header_len,
+									     n - hdr->header_len));
+		return 1;
+	case PP_STACK_BAD:
+		if (!strip)
+			goto refused;
+		goto bad;
+	case PP_STACK_FOUND:
+		if (!strip)
+			goto refused;
+		pr_debug("stacked PROXY header from %s: using the second one's client", mmp_fmt_addr((const void *)&c->lb_addr, lb));
+		inner.header_len += hdr->header_len;
+		*hdr = inner;
+		return 0;
+	}
+	return 0;
+
+refused:
+	mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
+	log_conn(w, TCP_LOG_BAD_HEADER, "stacked PROXY headers from %s: a second header follows the first (one load balancer behind another? --strip-stacked strips both and uses the second one's client)",
+		mmp_fmt_addr((const void *)&c->lb_addr, lb));
+	return -1;
+bad:
+	mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
+	log_conn(w, TCP_LOG_BAD_HEADER, "invalid second (stacked) PROXY header from %s: %s",
+		mmp_fmt_addr((const void *)&c->lb_addr, lb), reason);
+	return -1;
+}
+
 /* Refused by --allowed-endpoints: counted and logged; returns true. */
 static bool endpoint_refused(struct mmp_worker *w, struct mmp_conn *c, const struct pp_header *hdr)
 {
@@ -255,9 +310,18 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), reason);
 		goto fail;
 	}
-	/* The load balancer that -a trusts wrote the endpoint TLVs. */
+	/*
+	 * The endpoint is read from the first header: the one the load balancer
+	 * that -a trusts wrote (a stacked one came through it as data).
+	 */
 	if (endpoint_refused(w, c, &hdr))
 		goto fail;
+	switch (handle_stacked(w, c, &hdr, (size_t)n, events)) {
+	case 1:
+		return;
+	case -1:
+		goto fail;
+	}
 	if (restore_lowat(c)) {
 		log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s: resetting SO_RCVLOWAT failed: %s",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), strerror(errno));
