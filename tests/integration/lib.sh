@@ -314,6 +314,11 @@ mmp_cmdline() {
 		--xdp-iface) xdp_if=$2 ;;
 		--xdp-mode) xdp_mode=$2 ;;
 		--metrics) metrics=$2 ;;
+		--strip-stacked) # mmproxy-bpf's flags without a value
+			extra+=("$1")
+			shift
+			continue
+			;;
 		--*) extra+=("$1" "$2") ;; # mmproxy-bpf's other valued options, passed as they are
 		*)
 			echo "mmp_cmdline: unknown option $1" >&2

@@ -72,7 +72,8 @@ wait_udp_port() {
 	return 1
 }
 
-# udp_mmp_start [--udp-header M] [-c S] [-a FILE] [-l ADDR] [--listeners N] [-m MARK] [-v N] [--metrics ADDR:PORT]:
+# udp_mmp_start [--udp-header M] [-c S] [-a FILE] [-l ADDR] [--listeners N] [-m MARK] [-v N] [--metrics ADDR:PORT]
+#               [--udp-max-flows-per-lb N] [--allowed-endpoints FILE]:
 # start the proxy in UDP mode in the proxy namespace; sets what lib.sh's
 # mmp_stop and case_lifecycle use (MMP_PID, MMP_LOG, MMP_PINDIR, MMP_STARTS).
 # UDP_WRAP (an array) is put in front of the command, e.g. (prlimit --nofile=N:N --).
@@ -89,7 +90,7 @@ udp_mmp_start() {
 		-m) mark=$2 ;;
 		-v) verbosity=$2 ;;
 		--metrics) metrics=$2 ;;
-		--udp-max-flows-per-lb) extra+=("$1" "$2") ;; # mmproxy-bpf only
+		--udp-max-flows-per-lb | --allowed-endpoints) extra+=("$1" "$2") ;; # mmproxy-bpf only
 		*)
 			MMP_START_ERR="udp_mmp_start: unknown option $1"
 			return 1

@@ -7,6 +7,8 @@
  *   mmpt-client -c ADDR:PORT [-b ADDR[:PORT]] [--timeout SEC]
  *     header (optional, written first; --raw is appended after --pp*):
  *       --pp1 SRC DST | --pp2 SRC DST | --pp2-local     built PROXY header
+ *       --pp2-tlv TYPE:HEX            append a TLV to the v2 header just
+ *                                     built (repeatable; before any --raw)
  *       --raw STRING                                     bytes, C escapes (\r \n \xHH)
  *       --split K --split-delay MS    write the header in K pieces, MS apart
  *     optionally, before anything else is sent after the header:
@@ -81,7 +83,7 @@ int main(int argc, char **argv)
 	static uint8_t banner[4096];
 	size_t banner_len = 0;
 	static uint8_t hdr[70000];
-	size_t hlen = 0;
+	size_t hlen = 0, v2_start = 0, v2_end = (size_t)-1;
 	int split = 1, split_delay = 0, hold_ms = 0;
 	bool coalesce = false, expect_close = false, do_close = false, after_eof = false;
 	bool xfer_mode = false;
@@ -107,11 +109,24 @@ int main(int argc, char **argv)
 			parse_addr(v2, &d, true);
 			if (a[4] == '1')
 				hlen += pp_build_v1(hdr + hlen, sizeof(hdr) - hlen, &s, &d);
-			else
+			else {
+				v2_start = hlen;
 				hlen += pp_build_v2(hdr + hlen, sizeof(hdr) - hlen, &s, &d);
+				v2_end = hlen;
+			}
 			i += 2;
 		} else if (!strcmp(a, "--pp2-local")) {
+			v2_start = hlen;
 			hlen += pp_build_v2(hdr + hlen, sizeof(hdr) - hlen, NULL, NULL);
+			v2_end = hlen;
+		} else if (!strcmp(a, "--pp2-tlv") && v) {
+			size_t n = hlen - v2_start;
+
+			if (v2_end != hlen)
+				usage(); /* only right after --pp2 / --pp2-local or another --pp2-tlv */
+			pp_add_tlv(hdr + v2_start, &n, sizeof(hdr) - v2_start, v);
+			hlen = v2_end = v2_start + n;
+			i++;
 		} else if (!strcmp(a, "--raw") && v) {
 			hlen += unescape(v, hdr + hlen, sizeof(hdr) - hlen);
 			i++;

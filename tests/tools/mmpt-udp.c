@@ -13,7 +13,7 @@
  *                 [--clients N] [--hosts H] [--dst ADDR:PORT] [-n COUNT]
  *                 [--rate PPS] [--size BYTES (0, or 16..60000)] [--bind ADDR] [--echo]
  *                 [--timeout S] [--hold-ms MS] [--pause-after K --pause-ms MS]
- *                 [--shared-socket] [--tlv]
+ *                 [--shared-socket] [--tlv] [--pp2-tlv TYPE:HEX ...]
  *       The load balancer, udppp style: one socket per client, clients
  *       ADDR+(i % H) port PORT+(i / H). "v2": a PROXY v2 DGRAM header on
  *       every datagram; "first": on the first only (Spectrum); "spp":
@@ -28,9 +28,10 @@
  *       sends every client through one socket, as an SPP load balancer may:
  *       each reply must then carry the header of the client its payload
  *       belongs to. --tlv: v2 and first headers end with a NOOP TLV (a form
- *       userspace takes and the fast path leaves to it). Prints "result
- *       clients N sent S echoed E missing M reordered R bad B send_errors X
- *       ms T max_gap_ms G unique Q dups D";
+ *       userspace takes and the fast path leaves to it). --pp2-tlv appends
+ *       a TLV to every v2 header (v2, first, local), repeatable. Prints
+ *       "result clients N sent S echoed E missing M reordered R bad B
+ *       send_errors X ms T max_gap_ms G unique Q dups D";
  *       exits 1 when --echo and anything is missing, reordered or bad. G
  *       (with --echo): the longest time a client waited between two good
  *       replies while it was sending or they were due (a stall of the path;
@@ -299,7 +300,7 @@ static void client_addr(const struct sockaddr_storage *base, unsigned i, unsigne
 struct client {
 	int fd;
 	uint32_t id;
-	uint8_t hdr[64];
+	uint8_t hdr[1024];
 	size_t hdr_len;
 	uint64_t sent, echoed, next_echo, reordered, bad;
 	uint64_t last_reply_ms; /* 0 until its first send; then the last good reply (max_gap_ms) */
@@ -317,6 +318,8 @@ static int cmd_send(int argc, char **argv)
 	double rate = 0, timeout = 10;
 	enum fmt fmt = F_V2;
 	static uint8_t buf[MAX_DGRAM], pkt[MAX_DGRAM];
+	const char *tlvs[16];
+	unsigned ntlvs = 0;
 
 	for (int i = 0; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -365,6 +368,10 @@ static int cmd_send(int argc, char **argv)
 			pause_after = strtoull(v, NULL, 10);
 		} else if (!strcmp(o, "--pause-ms")) {
 			pause_ms = strtoull(v, NULL, 10);
+		} else if (!strcmp(o, "--pp2-tlv")) {
+			if (ntlvs == sizeof(tlvs) / sizeof(tlvs[0]))
+				die("send: at most 16 --pp2-tlv");
+			tlvs[ntlvs++] = v;
 		} else {
 			die("send: unknown option '%s'", o);
 		}
@@ -399,6 +406,8 @@ static int cmd_send(int argc, char **argv)
 			cl[i].hdr_len = spp_build(cl[i].hdr, &ca, &dst);
 		else if (fmt == F_LOCAL)
 			cl[i].hdr_len = pp_build_v2(cl[i].hdr, 64, NULL, &dst);
+		for (unsigned t = 0; t < ntlvs && fmt != F_SPP && fmt != F_NONE; t++)
+			pp_add_tlv(cl[i].hdr, &cl[i].hdr_len, sizeof(cl[i].hdr), tlvs[t]);
 		if (shared && i > 0) {
 			cl[i].fd = cl[0].fd;
 			continue;

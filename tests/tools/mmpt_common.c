@@ -528,3 +528,41 @@ void xfer_report(struct xfer *x, char *out, size_t len)
 	snprintf(out, len, "sent %" PRIu64 " %s recv %" PRIu64 " %s%s%s%s", x->sent, s1, x->recvd, s2,
 		 x->failed ? " error " : "", x->failed ? strerror(x->err) : "", v);
 }
+
+static int hex_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+void pp_add_tlv(uint8_t *hdr, size_t *hlen, size_t cap, const char *spec)
+{
+	char *end;
+	unsigned long type = strtoul(spec, &end, 0);
+	const char *hex = end + 1;
+	size_t vlen = *end == ':' ? strlen(hex) / 2 : 0, body;
+
+	if (*end != ':' || type > 255 || strlen(hex) % 2)
+		die("--pp2-tlv %s: want TYPE:HEX, e.g. 0xEE:0178563412", spec);
+	if (*hlen < 16 || memcmp(hdr, pp2_sig, 12) || *hlen + 3 + vlen > cap)
+		die("--pp2-tlv %s: needs a v2 header before it, and room", spec);
+	hdr[*hlen] = (uint8_t)type;
+	hdr[*hlen + 1] = (uint8_t)(vlen >> 8);
+	hdr[*hlen + 2] = (uint8_t)vlen;
+	for (size_t i = 0; i < vlen; i++) {
+		int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			die("--pp2-tlv %s: bad hex digit", spec);
+		hdr[*hlen + 3 + i] = (uint8_t)(hi << 4 | lo);
+	}
+	*hlen += 3 + vlen;
+	body = *hlen - 16;
+	hdr[14] = (uint8_t)(body >> 8);
+	hdr[15] = (uint8_t)body;
+}

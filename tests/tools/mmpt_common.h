@@ -97,6 +97,13 @@ extern const uint8_t pp2_sig[12];
 size_t pp_build_v2(uint8_t *out, size_t cap, const struct sockaddr_storage *src,
 		   const struct sockaddr_storage *dst);
 
+/*
+ * Append a TLV written "TYPE:HEX" (TYPE decimal or 0x.., HEX the value's
+ * bytes, maybe empty) to the v2 header at hdr[0..*hlen), cap bytes of room,
+ * and add its size to the header's length field. Dies on a bad spec.
+ */
+void pp_add_tlv(uint8_t *hdr, size_t *hlen, size_t cap, const char *spec);
+
 /* Decode C escapes (\r \n \t \\ \0 \xHH) in s into out. Returns length. */
 size_t unescape(const char *s, uint8_t *out, size_t cap);
 
