@@ -51,6 +51,7 @@ static void tcp_series(FILE *out, const struct mmp_snapshot *s)
 	sample(out, "mmproxy_connections_refused_total", "reason=\"bad_header\"", t[MMP_TCP_CNT_bad_header]);
 	sample(out, "mmproxy_connections_refused_total", "reason=\"header_timeout\"", t[MMP_TCP_CNT_header_timeout]);
 	sample(out, "mmproxy_connections_refused_total", "reason=\"upstream_failed\"", t[MMP_TCP_CNT_upstream_failed]);
+	sample(out, "mmproxy_connections_refused_total", "reason=\"endpoint_not_allowed\"", t[MMP_TCP_CNT_refused_endpoint]);
 	head(out, "mmproxy_connections_active", "gauge", "TCP connections open now");
 	sample(out, "mmproxy_connections_active", NULL, t[MMP_TCP_CNT_active]);
 	head(out, "mmproxy_handoffs_total", "counter", "flows offered to an in-kernel engine, by engine and outcome");
