@@ -235,6 +235,8 @@ int mmp_policy_reload(struct mmp_policy *p)
 
 	if (!err)
 		err = err2;
+	if (!p->restrict_sources && !p->endpoints)
+		return 0; /* nothing was reloaded: counted neither way, as before --allowed-endpoints */
 	if (err)
 		atomic_fetch_add(&p->reloads_failed, 1);
 	else
