@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t53-tlv-endpoints: cloud load balancers' TLVs (docs/DESIGN.md §13).
+# t53-tlv-endpoints: cloud load balancers' TLVs (docs/DESIGN.md §12).
 # Debian 12's HAProxy (2.6) has no set-proxy-v2-tlv-fmt, so the load
 # balancer is mmpt-client / mmpt-udp writing hand-made PROXY v2 headers with
 # --pp2-tlv, byte for byte as AWS (0xEA, subtype 0x01, the VPC endpoint ID)

@@ -52,7 +52,7 @@ struct mmp_config {
 	int max_ports; /* --max-ports: the cap on n_ports */
 	const char *allowed_path; /* -a, NULL: allow every source */
 	const char *allowed_endpoints_path; /* --allowed-endpoints, NULL: no endpoint policy */
-	bool strip_stacked; /* --strip-stacked: a second PROXY header is read too (docs/DESIGN.md §13) */
+	bool strip_stacked; /* --strip-stacked: a second PROXY header is read too (docs/DESIGN.md §12) */
 	int close_after_s; /* -c: UDP idle timeout */
 	int protocol; /* -p: IPPROTO_TCP or IPPROTO_UDP */
 	uint32_t mark; /* -m, 0: no SO_MARK */

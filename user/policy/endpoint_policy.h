@@ -2,7 +2,7 @@
 /*
  * Endpoint policy (--allowed-endpoints): the list of cloud endpoints whose
  * connections may pass, checked against each PROXY v2 header's TLVs, and
- * re-read on SIGHUP without a gap (docs/DESIGN.md §13).
+ * re-read on SIGHUP without a gap (docs/DESIGN.md §12).
  */
 #ifndef MMP_ENDPOINT_POLICY_H
 #define MMP_ENDPOINT_POLICY_H

@@ -2,7 +2,7 @@
 /*
  * Stacked PROXY headers: one load balancer behind another sends its own
  * header, then the bytes the first one sent, which start with another
- * header. Pure function over the bytes received so far (docs/DESIGN.md §13).
+ * header. Pure function over the bytes received so far (docs/DESIGN.md §12).
  */
 #ifndef MMP_PP_STACKED_H
 #define MMP_PP_STACKED_H

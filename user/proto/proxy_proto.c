@@ -30,7 +30,7 @@
  *    TLV too short for its fixed fields or whose sub-TLVs overrun it.
  *  - Cloud TLVs (AWS 0xEA/0x01, Azure 0xEE/0x01, GCP 0xE0) are read only in
  *    their documented shape; a duplicate of one so read is invalid
- *    (docs/DESIGN.md §13).
+ *    (docs/DESIGN.md §12).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -206,7 +206,7 @@ static int restore_lowat(struct mmp_conn *c)
 }
 
 /*
- * A second PROXY header right after the first (docs/DESIGN.md §13): refused
+ * A second PROXY header right after the first (docs/DESIGN.md §12): refused
  * by default; with --strip-stacked both are stripped and *hdr becomes the
  * second, whose client is the original one. n bytes were peeked.
  * Returns 0 to go on, 1 to wait for more bytes, -1 when the connection is

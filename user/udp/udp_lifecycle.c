@@ -73,7 +73,7 @@ void udp_flow_want_kernel(struct udp_worker *w, struct udp_flow *f, int ifindex)
 	/*
 	 * The kernel forwards a flow's plain headers without reading TLVs, so
 	 * under --allowed-endpoints every header must reach userspace: the flow
-	 * stays here (docs/DESIGN.md §13).
+	 * stays here (docs/DESIGN.md §12).
 	 */
 	if (!w->sh->fast || f->to_kernel || w->cfg->allowed_endpoints_path)
 		return;
