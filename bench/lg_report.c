@@ -17,6 +17,8 @@ static const char *mode_name(enum lg_mode m)
 		return "connrate";
 	case LG_STREAM:
 		return "stream";
+	case LG_HOLD:
+		return "hold";
 	}
 	return "?";
 }
@@ -54,6 +56,10 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 	       (unsigned long long)res->open_at_end, (unsigned long long)s->conns_opened,
 	       (unsigned long long)s->connect_errors, (unsigned long long)s->io_errors,
 	       (unsigned long long)s->io_eof, (unsigned long long)s->io_reset);
+	if (cfg->mode == LG_HOLD)
+		printf("  held         %llu of %llu open at end echoed a message while measuring "
+		       "(one per %.1f s each)\n",
+		       (unsigned long long)s->alive, (unsigned long long)res->open_at_end, cfg->interval);
 	if (cfg->verify)
 		printf("  verify       %llu bytes checked, %llu wrong\n",
 		       (unsigned long long)s->verified_bytes, (unsigned long long)s->verify_errors);
@@ -73,14 +79,14 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 	printf("\"conns_open\":%llu,\"conns_opened\":%llu,\"conns_per_s\":%.1f,\"client_next\":%llu,"
 	       "\"connect_errors\":%llu,\"io_errors\":%llu,\"io_eof\":%llu,\"io_reset\":%llu,"
 	       "\"verify\":%s,\"verified_bytes\":%llu,"
-	       "\"verify_errors\":%llu,\"errors\":%llu,",
+	       "\"verify_errors\":%llu,\"errors\":%llu,\"alive\":%llu,\"interval_s\":%.3f,",
 	       (unsigned long long)res->open_at_end, (unsigned long long)s->conns_opened,
 	       report_per_s(s->conns_opened, res->elapsed), (unsigned long long)res->client_next,
 	       (unsigned long long)s->connect_errors,
 	       (unsigned long long)s->io_errors, (unsigned long long)s->io_eof,
 	       (unsigned long long)s->io_reset, cfg->verify ? "true" : "false",
 	       (unsigned long long)s->verified_bytes, (unsigned long long)s->verify_errors,
-	       (unsigned long long)errors);
+	       (unsigned long long)errors, (unsigned long long)s->alive, cfg->interval);
 	report_json_latency(h);
 	report_json_cpu("loadgen", &res->cpu);
 	printf("}\n");

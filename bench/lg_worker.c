@@ -23,6 +23,7 @@
 #define OPEN_BURST 64 /* opens per loop turn when the rate is unlimited */
 #define IDLE_WAIT_MS 10 /* how often an idle worker looks at lg_phase */
 #define RETRY_NS (10 * NSEC_PER_MSEC) /* after a failed connect() */
+#define HOLD_TICK_MS 5 /* hold: how often the pacer hands out pings */
 
 enum conn_state {
 	CONN_CONNECTING,
@@ -40,6 +41,7 @@ struct conn {
 	uint64_t rx_off; /* payload bytes received */
 	uint64_t msgs_sent, msgs_done;
 	uint64_t started; /* ns, when connect() was called */
+	bool echoed_measuring; /* hold: a message came back while measuring */
 	uint8_t hdr_len, hdr_sent;
 	uint8_t hdr[PROXYHDR_MAX];
 	uint64_t sent_at[]; /* one send time per pipeline slot */
@@ -54,6 +56,14 @@ struct worker {
 	unsigned int nconns;
 	uint64_t interval; /* ns between opens; 0: unlimited */
 	uint64_t next_open; /* ns */
+	/*
+	 * hold: pings are handed out round robin, at nconns per interval, so a
+	 * connection's messages are one interval apart and the load is flat
+	 * instead of arriving in one burst per interval.
+	 */
+	double ping_credit;
+	unsigned int ping_cursor;
+	uint64_t last_pace; /* ns */
 };
 
 static struct sockaddr_storage default_range_client(uint64_t id)
@@ -228,6 +238,8 @@ static int conn_consume(struct worker *w, struct conn *c, const uint8_t *buf, si
 		hist_record(&st->lat, lat);
 		STAT_ADD(st->msgs, 1);
 		c->msgs_done++;
+		if (__atomic_load_n(&lg_phase, __ATOMIC_RELAXED) == LG_MEASURE)
+			c->echoed_measuring = true;
 		if (cfg->mode == LG_PINGPONG) {
 			c->sent_at[c->msgs_sent % cfg->pipeline] = now;
 			c->msgs_sent++;
@@ -291,6 +303,12 @@ static void conn_start(struct worker *w, struct conn *c, uint64_t now)
 	STAT_ADD(w->t->open_conns, 1);
 	STAT_ADD(w->t->stats.conns_opened, 1);
 	switch (cfg->mode) {
+	case LG_HOLD:
+		/* One message at once: proves the path before the flow is held. */
+		c->sent_at[0] = now;
+		c->msgs_sent = 1;
+		c->tx_goal = cfg->size;
+		break;
 	case LG_PINGPONG:
 		for (i = 0; i < cfg->pipeline; i++)
 			c->sent_at[i] = now;
@@ -373,13 +391,62 @@ static void open_more(struct worker *w, uint64_t now)
 	}
 }
 
+/*
+ * hold: sends the next message on the connections whose turn it is. A
+ * connection still waiting for its last echo skips its turn (one message
+ * in flight at most), so a slow path lowers the rate instead of queueing.
+ */
+static void pace_pings(struct worker *w, uint64_t now)
+{
+	const struct lg_config *cfg = w->cfg;
+	struct conn *c;
+
+	if (w->last_pace && w->nconns)
+		w->ping_credit += (double)w->nconns * (double)(now - w->last_pace) / 1e9 / cfg->interval;
+	w->last_pace = now;
+	if (w->ping_credit > w->nconns) /* after a stall, no burst of more than one round */
+		w->ping_credit = w->nconns;
+	while (w->ping_credit >= 1 && w->nconns) {
+		w->ping_credit -= 1;
+		w->ping_cursor = (w->ping_cursor + 1) % w->nconns;
+		c = w->conns[w->ping_cursor];
+		if (c->state != CONN_OPEN || c->msgs_done != c->msgs_sent)
+			continue;
+		c->sent_at[c->msgs_sent % cfg->pipeline] = now;
+		c->msgs_sent++;
+		c->tx_goal += cfg->size;
+		if (conn_flush(w, c) < 0) {
+			count_io_error(w, errno);
+			conn_close(w, c);
+		}
+	}
+}
+
+/* hold: connections whose message came back while measuring. */
+static uint64_t count_alive(const struct worker *w)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < w->nconns; i++)
+		n += w->conns[i]->echoed_measuring;
+	return n;
+}
+
 static int wait_ms(const struct worker *w, uint64_t now)
 {
+	int ms;
+
 	if (w->nconns >= w->t->target_conns)
-		return IDLE_WAIT_MS;
-	if (now >= w->next_open)
-		return 0;
-	return (int)((w->next_open - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+		ms = IDLE_WAIT_MS;
+	else if (now >= w->next_open)
+		ms = 0;
+	else
+		ms = (int)((w->next_open - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+	/* hold: the pacer needs its tick even while nothing else happens. */
+	if (w->cfg->mode == LG_HOLD && ms > HOLD_TICK_MS)
+		ms = HOLD_TICK_MS;
+	return ms;
 }
 
 static void run(struct worker *w)
@@ -400,11 +467,15 @@ static void run(struct worker *w)
 			hist_init(&w->t->stats.lat);
 		}
 		open_more(w, now);
+		if (w->cfg->mode == LG_HOLD)
+			pace_pings(w, now);
 		n = epoll_wait(w->ep, events, MAX_EVENTS, wait_ms(w, now));
 		for (i = 0; i < n; i++)
 			conn_event(w, events[i].data.ptr, events[i].events);
 		now = now_ns();
 	}
+	if (w->cfg->mode == LG_HOLD)
+		STAT_ADD(w->t->stats.alive, count_alive(w));
 }
 
 void *lg_worker(void *arg)

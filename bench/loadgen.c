@@ -24,6 +24,18 @@
 
 int lg_phase = LG_WARMUP;
 static uint64_t next_client;
+/*
+ * SIGTERM or SIGINT: measuring ends now and the report is printed, so a
+ * driver script can end a run (hold: -T 100000) once it measured what it
+ * wanted while the connections were held.
+ */
+static volatile sig_atomic_t stop_early;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_early = 1;
+}
 
 uint64_t lg_next_client(void)
 {
@@ -34,7 +46,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: loadgen [options] ADDR:PORT\n"
-		"  -m, --mode MODE          pingpong (default), bulk, connrate, stream (both ways at once, echoed)\n"
+		"  -m, --mode MODE          pingpong (default), bulk, connrate, stream (both ways at once,\n"
+		"                           echoed), hold (keep -c connections open, each sends one\n"
+		"                           message per --interval; prints 'READY N' once all are open)\n"
 		"  -c, --connections N      connections kept open (connrate: in flight) [50]\n"
 		"      --connect-rate R     new connections per second, 0 = unlimited [0]\n"
 		"  -T, --duration S         measured seconds [10]\n"
@@ -48,6 +62,7 @@ static void usage(FILE *f)
 		"                           connections per second [kernel's choice]\n"
 		"  -s, --size N             message size, pingpong and connrate [64]\n"
 		"      --pipeline N         messages in flight per connection [1]\n"
+		"      --interval S         hold: seconds between one connection's messages [5]\n"
 		"      --direction DIR      bulk: up, down, both [up]\n"
 		"      --verify, --no-verify  check received bytes [on, off for bulk]; bulk\n"
 		"                           expects 'upstream -m source' (pattern from offset 0)\n"
@@ -65,6 +80,7 @@ enum {
 	OPT_CLIENT_OFFSET,
 	OPT_SOURCE_RANGE,
 	OPT_PIPELINE,
+	OPT_INTERVAL,
 	OPT_DIRECTION,
 	OPT_VERIFY,
 	OPT_NO_VERIFY,
@@ -84,6 +100,7 @@ static const struct option options[] = {
 	{ "source-range", required_argument, NULL, OPT_SOURCE_RANGE },
 	{ "size", required_argument, NULL, 's' },
 	{ "pipeline", required_argument, NULL, OPT_PIPELINE },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "direction", required_argument, NULL, OPT_DIRECTION },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "no-verify", no_argument, NULL, OPT_NO_VERIFY },
@@ -101,7 +118,7 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 	*cfg = (struct lg_config){
 		.mode = LG_PINGPONG, .proxy = HDR_NONE, .conns = 50, .duration = 10,
 		.warmup = 1, .threads = cli_default_threads(), .size = 64,
-		.pipeline = 1, .direction = LG_UP,
+		.pipeline = 1, .direction = LG_UP, .interval = 5,
 	};
 	while ((opt = getopt_long(argc, argv, "m:c:T:s:qh", options, NULL)) != -1) {
 		switch (opt) {
@@ -114,6 +131,8 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 				cfg->mode = LG_CONNRATE;
 			else if (!strcmp(optarg, "stream"))
 				cfg->mode = LG_STREAM;
+			else if (!strcmp(optarg, "hold"))
+				cfg->mode = LG_HOLD;
 			else
 				goto bad;
 			break;
@@ -169,6 +188,10 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 				goto bad;
 			cfg->pipeline = (unsigned int)v;
 			break;
+		case OPT_INTERVAL:
+			if (cli_num(optarg, 0.01, 3600, &cfg->interval))
+				goto bad;
+			break;
 		case OPT_DIRECTION:
 			if (!strcmp(optarg, "up"))
 				cfg->direction = LG_UP;
@@ -214,6 +237,10 @@ static int parse_args(int argc, char **argv, struct lg_config *cfg)
 		fprintf(stderr, "loadgen: --source-range and the target differ in family\n");
 		return -EINVAL;
 	}
+	if (cfg->mode == LG_HOLD && cfg->pipeline != 1) {
+		fprintf(stderr, "loadgen: --pipeline must be 1 with -m hold (one message in flight per connection)\n");
+		return -EINVAL;
+	}
 	cfg->verify = verify < 0 ? cfg->mode != LG_BULK : verify;
 	cfg->progress = !quiet && isatty(STDOUT_FILENO);
 	if (cfg->threads > cfg->conns)
@@ -256,6 +283,7 @@ static void sum_stats(const struct lg_thread *t, unsigned int n, struct lg_stats
 		s->io_reset += __atomic_load_n(&x->io_reset, __ATOMIC_RELAXED);
 		s->verified_bytes += __atomic_load_n(&x->verified_bytes, __ATOMIC_RELAXED);
 		s->verify_errors += __atomic_load_n(&x->verify_errors, __ATOMIC_RELAXED);
+		s->alive += __atomic_load_n(&x->alive, __ATOMIC_RELAXED);
 	}
 }
 
@@ -307,10 +335,13 @@ static void wait_until(const struct lg_config *cfg, const struct lg_thread *t,
 {
 	uint64_t now = now_ns(), next;
 
-	while (now < until) {
+	while (now < until && !stop_early) {
 		next = p->last_t + NSEC_PER_SEC;
 		if (!cfg->progress || next > until)
 			next = until;
+		/* sleep_until_ns() sleeps on through signals: look at stop_early often. */
+		if (next > now + 100 * NSEC_PER_MSEC)
+			next = now + 100 * NSEC_PER_MSEC;
 		sleep_until_ns(next);
 		now = now_ns();
 		if (now >= p->last_t + NSEC_PER_SEC)
@@ -326,6 +357,7 @@ int main(int argc, char **argv)
 	struct lg_config cfg;
 	struct lg_thread *t;
 	uint64_t t_start, t_end, deadline;
+	double grace;
 	unsigned int i;
 	int err;
 
@@ -333,6 +365,8 @@ int main(int argc, char **argv)
 		return 2;
 	raise_nofile(cfg.conns);
 	signal(SIGPIPE, SIG_IGN); /* belt and braces: every send uses MSG_NOSIGNAL */
+	signal(SIGTERM, on_stop_signal);
+	signal(SIGINT, on_stop_signal);
 	pattern_init();
 	next_client = cfg.client_offset;
 	t = calloc(cfg.threads, sizeof(*t));
@@ -354,10 +388,22 @@ int main(int argc, char **argv)
 	prog.t0 = prog.last_t = now_ns();
 	wait_until(&cfg, t, &prog, prog.t0 + (uint64_t)(cfg.warmup * 1e9), "warm-up");
 	if (cfg.mode != LG_CONNRATE) {
-		/* Measure with every connection up, but never wait for ever. */
-		deadline = now_ns() + (uint64_t)(RAMP_GRACE_S * 1e9);
-		while (open_conns(t, cfg.threads) < cfg.conns && now_ns() < deadline)
+		/*
+		 * Measure with every connection up, but never wait for ever. A
+		 * paced ramp (hold: tens of thousands at --connect-rate) takes
+		 * conns / rate by itself.
+		 */
+		grace = RAMP_GRACE_S;
+		if (cfg.connect_rate > 0)
+			grace += cfg.conns / cfg.connect_rate;
+		deadline = now_ns() + (uint64_t)(grace * 1e9);
+		while (open_conns(t, cfg.threads) < cfg.conns && now_ns() < deadline && !stop_early)
 			wait_until(&cfg, t, &prog, now_ns() + 10 * NSEC_PER_MSEC, "ramp-up");
+	}
+	if (cfg.mode == LG_HOLD) {
+		/* For a driver script that measures while the connections are held. */
+		printf("READY %llu\n", (unsigned long long)open_conns(t, cfg.threads));
+		fflush(stdout);
 	}
 	cpustat_sample(cfg.watch, cfg.nwatch, &c0);
 	t_start = now_ns();

@@ -22,6 +22,7 @@ enum lg_mode {
 	LG_BULK, /* stream bytes up, down or both */
 	LG_CONNRATE, /* connect, header, one request/response, close */
 	LG_STREAM, /* tcpkali's two-way stream: write flat out and read the echo, both at once */
+	LG_HOLD, /* hold many connections open, each pinging once per interval */
 };
 
 enum lg_dir {
@@ -55,6 +56,7 @@ struct lg_config {
 	unsigned int threads;
 	unsigned int size; /* message size, pingpong and connrate */
 	unsigned int pipeline; /* messages in flight per connection */
+	double interval; /* hold: seconds between one connection's messages */
 	int direction; /* enum lg_dir, bulk only */
 	bool verify; /* compare received bytes with what is expected */
 	pid_t watch[LG_MAX_WATCH]; /* processes whose CPU time is reported */
@@ -78,6 +80,7 @@ struct lg_stats {
 	uint64_t io_reset; /* of which: ECONNRESET or EPIPE */
 	uint64_t verified_bytes;
 	uint64_t verify_errors; /* received bytes that differ from those expected */
+	uint64_t alive; /* hold: connections echoed a message while measuring, counted at the end */
 	struct hist lat; /* ns: message round trip, or whole connection in connrate */
 };
 

@@ -3,6 +3,7 @@
 #
 # make bench-tests: correctness of the benchmark tools, never their speed.
 #  - the histogram unit test (cmocka, one check per test case);
+#  - loadgen hold, 200 connections held and ended by SIGTERM;
 #  - loadgen pingpong for 2 s against upstream echo, directly and through
 #    mmproxy-bpf (splice engine) with PROXY v1/IPv4 and v2/IPv6 clients:
 #    the JSON line parses, every echoed byte matches, no errors.
@@ -132,6 +133,23 @@ LG=("$TOOLS/loadgen" -m pingpong -c 20 -s 100 --pipeline 2 -T 2 --warmup 0.5 --t
 
 in_ns "${LG[@]}" --proxy none 127.0.0.1:9000 >"$TMP/direct.out" 2>&1
 check_run "direct" "$TMP/direct.out"
+
+# hold (bench/scale.sh): -T is only a bound, SIGTERM ends the measurement and
+# the report follows; every held connection pinged in 1.5 s at --interval 0.5.
+nsenter --net="/run/netns/$NS" "$TOOLS/loadgen" -m hold -c 200 --interval 0.5 --connect-rate 2000 -T 100 \
+	--warmup 0 --threads 2 -q 127.0.0.1:9000 >"$TMP/hold.out" 2>&1 &
+hold_pid=$!
+for ((i = 0; i < 50; i++)); do grep -q '^READY' "$TMP/hold.out" && break; sleep 0.1; done
+sleep 1.5
+kill -TERM "$hold_pid"
+wait "$hold_pid"
+check_run "hold, ended by SIGTERM" "$TMP/hold.out"
+alive=$(sed -n 's/^JSON //p' "$TMP/hold.out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["alive"])' 2>/dev/null)
+if [[ $alive == 200 ]] && grep -q '^READY 200$' "$TMP/hold.out"; then
+	pass "hold: READY 200, and all 200 echoed while measured"
+else
+	fail "hold: READY 200, and all 200 echoed while measured" "alive ${alive:-?}: $(head -n 2 "$TMP/hold.out" | tr '\n' ' ')"
+fi
 
 if [[ ! -x $BIN ]]; then
 	fail "through mmproxy-bpf" "$BIN not built"
