@@ -7,6 +7,9 @@
 #   make bench-full    longer runs, 5 rounds, also behind HAProxy (~45 min)
 #   make bench-field   field loads with tcpkali and wrk through HAProxy to
 #                      nginx, against the peers (bench/field.sh, ~15 min)
+#   make bench-scale   100,000 connections held through the tc engine: RSS,
+#                      slab, map memory, pp and connection rates (bench/scale.sh;
+#                      BENCH_SCALE_ARGS="-c 3000 --configs ..." for the peers)
 #   make bench-tests   correctness only (no speed asserted): histogram unit
 #                      test, loadgen through upstream echo directly and
 #                      through mmproxy-bpf (splice); prints "N passed, M failed"
@@ -27,7 +30,7 @@ UDPGEN_OBJS   := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
 	$(BENCH_COMMON)))
 BENCH_TOOLS   := $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream $(BENCH_OUT)/udpgen $(BENCH_OUT)/tc_cost
 
-.PHONY: bench-tools bench-tests bench-field
+.PHONY: bench-tools bench-tests bench-field bench-scale
 
 bench-tools: $(BENCH_TOOLS)
 
@@ -65,6 +68,12 @@ bench-full: bench-tools $(BIN)
 
 bench-field: bench-tools $(BIN)
 	@scripts/as-root.sh bash bench/field.sh $(BENCH_FIELD_ARGS)
+
+bench-scale: bench-tools $(BIN)
+	@scripts/as-root.sh bash bench/scale.sh $(BENCH_SCALE_ARGS)
+
+# t49 (the scale smoke test) holds its 10,000 connections with these.
+integration-tests: $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream
 
 bench-tests: bench-tools $(BENCH_OUT)/test_histogram $(BIN)
 	@scripts/as-root.sh bash bench/tests.sh
