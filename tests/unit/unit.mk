@@ -25,6 +25,9 @@ $(BUILD)/tests/test_tc_rewrite $(BUILD)/tests/test_tc_packet $(BUILD)/tests/test
 # Fault injection: pipe2 fails on demand, close and the worker's close are recorded.
 $(BUILD)/tests/test_splice_fds: LDLIBS += -Wl,--wrap=pipe2,--wrap=close,--wrap=mmp_conn_close
 
+# The sweep's bpf() reads of the flow map are counted.
+$(BUILD)/tests/test_tc_collect: LDLIBS += -Wl,--wrap=bpf_map_get_next_key,--wrap=bpf_map_lookup_elem,--wrap=bpf_map_lookup_batch
+
 # The test's source, then any helper objects it depends on (above).
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libmmp.a $(HEADERS) $(UNIT_HDRS)
 	@mkdir -p $(@D)
