@@ -47,8 +47,8 @@ PER_PROC=15000 # held connections per loadgen process (fd limit 20,000)
 PER_UPSTREAM=12000 # upstream connections per echo process
 RAMP_RATE=2000 # new held connections per second, all holders together
 INTERVAL=10 # seconds between one held connection's messages
-CONNRATE_S=5
-CONNRATE_ROUNDS=3 # per phase; medians, the host is shared and noisy
+CONNRATE_S=3
+CONNRATE_ROUNDS=5 # per phase; medians, the host is shared and noisy
 CONFIGS=mmproxy-bpf/tc
 OUT_DIR=$BENCH_DIR/results
 
@@ -203,6 +203,19 @@ maps_kb() {
 }
 tc_flows() { "$BIN" stats --pin-dir "$PIN_DIR" --json 2>/dev/null | jq -r '.tc.flows // 0' 2>/dev/null || echo 0; }
 
+# cpu_ticks PID: the proxy's user + system clock ticks so far.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# idle_cpu PID: the proxy's CPU share over CPU_WINDOW_S with nothing new
+# coming in: what the flows it holds cost it by themselves.
+CPU_WINDOW_S=5
+idle_cpu() {
+	local t0 t1
+	t0=$(cpu_ticks "$1")
+	sleep "$CPU_WINDOW_S"
+	t1=$(cpu_ticks "$1")
+	awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v w="$CPU_WINDOW_S" 'BEGIN { printf "%.3f", d / hz / w }'
+}
+
 # sample PID: one JSON object of the numbers above.
 sample() {
 	printf '{"rss_kb":%s,"hwm_kb":%s,"fds":%s,"slab_kb":%s,"sunreclaim_kb":%s,"tcp_slab_kb":%s,"maps_kb":%s,"tc_flows":%s}' \
@@ -215,13 +228,15 @@ sample() {
 CLIENT_OFFSET=0 # header clients never repeat over the whole run (TIME_WAIT)
 
 # connrate NAME: CONNRATE_ROUNDS connection-rate runs with fresh header
-# clients; prints {"conns_per_s": median, "runs": [...], "errors": sum}, or null.
+# clients; prints {"conns_per_s": median, "runs": [...], "us_per_conn":
+# median of the proxy's CPU per connection, "errors": sum}, or null. The
+# CPU per connection is what the other tenants of a shared host move least.
 connrate() {
 	local out=$TMP/connrate-$1.out r json all=()
 	for ((r = 0; r < CONNRATE_ROUNDS; r++)); do
 		in_ns "$TOOLS/loadgen" -m connrate -c 50 -s 64 --threads 1 -T "$CONNRATE_S" --warmup 1 \
 			--proxy v1 --client-range 10.128.0.0/9 --client-offset "$CLIENT_OFFSET" \
-			--source-range 127.1.0.0/16 -q "127.0.0.1:$PORT_PROXY" >"$out" 2>&1 || true
+			--source-range 127.1.0.0/16 --watch-pid "$PROXY_PID" -q "127.0.0.1:$PORT_PROXY" >"$out" 2>&1 || true
 		json=$(sed -n 's/^JSON //p' "$out" | tail -n 1)
 		if [[ -z $json ]]; then
 			log "  connrate $1: no result: $(tail -n 3 "$out" | tr '\n' ' ')"
@@ -232,7 +247,9 @@ connrate() {
 	done
 	((${#all[@]})) || { echo null; return; }
 	json=$(printf '%s\n' "${all[@]}" | jq -cs '{conns_per_s: (map(.conns_per_s) | sort | .[length / 2 | floor]),
-		runs: map(.conns_per_s), errors: (map(.errors) | add)}')
+		runs: map(.conns_per_s), errors: (map(.errors) | add),
+		us_per_conn: (map(if .msgs > 0 then .cpu_s.watched / .msgs * 1e6 else null end) | map(select(. != null))
+			| sort | if length > 0 then .[length / 2 | floor] * 100 | round / 100 else null end)}')
 	log "  connrate $1: $json"
 	echo "$json"
 }
@@ -291,6 +308,8 @@ run_config() {
 	base0=$(connrate base-before)
 	sleep 1
 	before=$(sample "$PROXY_PID")
+	local cpu_before cpu_held
+	cpu_before=$(idle_cpu "$PROXY_PID")
 	fds_before=$(jq .fds <<<"$before")
 
 	t0=$(date +%s.%N)
@@ -331,7 +350,8 @@ run_config() {
 	done
 	sleep 2
 	held=$(sample "$PROXY_PID")
-	log "  held: $held"
+	cpu_held=$(idle_cpu "$PROXY_PID")
+	log "  held: $held; proxy CPU $cpu_before -> $cpu_held"
 	local base_held
 	base_held=$(connrate held)
 	# Every held connection had its turn while measured (one interval, and margin).
@@ -354,12 +374,17 @@ run_config() {
 	[[ -d $PIN_DIR ]] && rm -rf "$PIN_DIR"
 	jq -cn --arg c "$cfg" --argjson n "$CONNS" --argjson before "$before" --argjson held "$held" \
 		--argjson hold "$after_hold" --argjson b0 "$base0" --argjson bh "$base_held" --argjson b1 "$base1" \
-		--argjson interval "$INTERVAL" '
+		--argjson interval "$INTERVAL" --argjson cpu0 "$cpu_before" --argjson cpu1 "$cpu_held" '
 		def rate(x): if x == null then null else x.conns_per_s end;
+		def cost(x): if x == null then null else x.us_per_conn end;
 		{config: $c, conns: $n, interval_s: $interval, before: $before, held: $held, holders: $hold,
+		 proxy_cpu_before: $cpu0, proxy_cpu_held: $cpu1,
 		 connrate_before: rate($b0), connrate_held: rate($bh), connrate_after: rate($b1),
 		 connrate_ratio: (if $b0 == null or $b1 == null or $bh == null then null
 			else rate($bh) / ((rate($b0) + rate($b1)) / 2) end),
+		 us_per_conn_before: cost($b0), us_per_conn_held: cost($bh), us_per_conn_after: cost($b1),
+		 cost_ratio: (if cost($b0) == null or cost($b1) == null or cost($bh) == null then null
+			else ((cost($b0) + cost($b1)) / 2) / cost($bh) end),
 		 rss_per_flow_b: (($held.rss_kb - $before.rss_kb) * 1024 / $n),
 		 slab_per_flow_b: (($held.slab_kb - $before.slab_kb) * 1024 / $n),
 		 tcp_slab_per_flow_b: (($held.tcp_slab_kb - $before.tcp_slab_kb) * 1024 / $n)}' >>"$RESULTS"
@@ -371,12 +396,14 @@ for cfg in "${CFG_LIST[@]}"; do run_config "$cfg"; done
 
 mkdir -p "$OUT_DIR"
 OUT=$OUT_DIR/$(date +%Y-%m-%d-%H%M)-$(hostname -s)-scale.jsonl
-jq -c --arg cmd "bench/scale.sh $ORIG_ARGS" --argjson el "$(($(date +%s) - START))" \
-	'. + {command: $cmd, elapsed_s: $el}' "$RESULTS" >"$OUT"
+jq -c --arg cmd "bench/scale.sh $ORIG_ARGS" --argjson el "$(($(date +%s) - START))" --arg bin "$BIN" \
+	--arg ver "$("$BIN" version 2>/dev/null | head -n 1)" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+	'. + {command: $cmd, elapsed_s: $el, mmproxy_bpf: $bin, mmproxy_bpf_version: $ver, loadavg_at_end: $load}' \
+	"$RESULTS" >"$OUT"
 python3 - "$OUT" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"{'config':<16} {'held':>7} {'alive':>7} {'RSS/flow':>9} {'slab/flow':>10} {'TCP slab/flow':>14} {'maps':>9} {'pp/s':>8} {'conn/s none':>12} {'conn/s held':>12} {'ratio':>6}")
+print(f"{'config':<16} {'held':>7} {'alive':>7} {'RSS/flow':>9} {'slab/flow':>10} {'TCP slab/flow':>14} {'maps':>9} {'pp/s':>8} {'conn/s none':>12} {'conn/s held':>12} {'ratio':>6} {'us/conn none/held':>18} {'CPU idle/held':>14}")
 for r in rows:
     if 'skipped' in r:
         print(f"{r['config']:<16} skipped: {r['skipped']}")
@@ -386,6 +413,6 @@ for r in rows:
     ratio = r['connrate_ratio']
     print(f"{r['config']:<16} {h['open']:>7} {h['alive']:>7} {r['rss_per_flow_b']:>8.0f}B {r['slab_per_flow_b']:>9.0f}B "
           f"{r['tcp_slab_per_flow_b']:>13.0f}B {r['held']['maps_kb']/1024:>7.1f}MB {h['pp_per_s']:>8.0f} "
-          f"{none:>12.0f} {r['connrate_held'] or 0:>12.0f} {ratio if ratio is None else round(ratio, 2)!s:>6}")
+          f"{none:>12.0f} {r['connrate_held'] or 0:>12.0f} {ratio if ratio is None else round(ratio, 2)!s:>6} {((r['us_per_conn_before'] or 0) + (r['us_per_conn_after'] or 0)) / 2:>9.0f}/{r['us_per_conn_held'] or 0:<8.0f} {r['proxy_cpu_before']:>6}/{r['proxy_cpu_held']:<7}")
 EOF
 log "scale.sh: results $OUT"
