@@ -10,6 +10,8 @@
  * and that reading 5,000 flows takes at most a bpf() call per 256 of them:
  * walked one entry at a time it took two per flow, 200,000 calls a second
  * with 100,000 flows held (bench/scale.sh, docs/benchmarks.md "Scale").
+ * The tick's steps (mmp_tc_collect_step) each read a bounded part and
+ * together cover the map once.
  * The bpf() calls are counted with --wrap (tests/unit/unit.mk).
  *
  * Needs root (BPF maps); skipped otherwise.
@@ -204,6 +206,42 @@ static void test_sweep(void **state)
 	assert_int_equal(mmp_tc_collect(tc, LINGER_NS), 0);
 }
 
+/*
+ * The tick's sweep, 1024 entries a step over 5,000 flows: each step reads
+ * at most its share, the steps go on where the last ended, and one pass
+ * of ceil(5000 / 1024) steps removes every finished flow, none twice.
+ */
+static void test_steps(void **state)
+{
+	struct maps *m = *state;
+	struct mmp_tc *tc;
+	uint64_t now = mmp_now_ns();
+	int removed = 0, steps = 0, r;
+
+	if (geteuid() != 0)
+		skip();
+	tc = &m->tc;
+	for (uint64_t id = 1; id <= NFLOWS; id++)
+		add_flow(tc, id, MMP_TC_MODE_SPLICE, id % 5 ? now : now - 10 * SEC_NS, id % 5 == 0);
+	do {
+		flow_reads = 0;
+		counting = true;
+		r = mmp_tc_collect_step(tc, LINGER_NS, 1024);
+		counting = false;
+		/* 1024 entries are 4 batches; the one that passes the bound ends the step. */
+		if (flow_reads > 1024 / 256 + 1)
+			fail_msg("step %d took %u bpf() reads (at most %d)", steps, flow_reads, 1024 / 256 + 1);
+		assert_true(r <= 1024 / 5 + 256);
+		removed += r;
+		steps++;
+	} while (tc->sweep.started && steps < 100);
+	assert_int_equal(steps, (NFLOWS + 1023) / 1024);
+	assert_int_equal(removed, NFLOWS / 5);
+	assert_int_equal(map_count(tc->flows_fd, sizeof(__u64)), NFLOWS - NFLOWS / 5);
+	/* The next pass starts over and finds nothing left to remove. */
+	assert_int_equal(mmp_tc_collect_step(tc, LINGER_NS, 1024), 0);
+}
+
 static void test_empty(void **state)
 {
 	struct maps *m = *state;
@@ -218,6 +256,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steps, setup, teardown),
 	};
 
 	if (geteuid() != 0)

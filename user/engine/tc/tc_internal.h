@@ -66,6 +66,12 @@ struct tc_bpf;
 #define MAX_IFACES 32
 
 /* The engine, per process. */
+/* Where the once-a-second sweep of mmp_tc_flows goes on (mmp_tc_collect_step). */
+struct mmp_tc_sweep {
+	uint64_t token; /* BPF_MAP_LOOKUP_BATCH's cursor, a hash bucket */
+	bool started; /* token is valid: the sweep is under way */
+};
+
 struct mmp_tc {
 	const struct mmp_config *cfg;
 	struct tc_bpf *skel;
@@ -94,6 +100,7 @@ struct mmp_tc {
 	 * with no insert under way. tuple_writes == empty_at: nothing inserted since.
 	 */
 	_Atomic uint64_t tuple_writes, tuple_writes_done, empty_at;
+	struct mmp_tc_sweep sweep; /* the tick's, by one loop only */
 };
 
 /* One connection's hand-off, from the moment splice took it (c->takeover_ctx). */
@@ -170,6 +177,10 @@ void mmp_tc_note_empty(struct mmp_tc *tc);
  * and hand-offs a previous instance died in. Returns how many.
  */
 int mmp_tc_collect(struct mmp_tc *tc, uint64_t linger_ns);
+/* The same, over at most max_entries from where the last step ended (the tick's). */
+int mmp_tc_collect_step(struct mmp_tc *tc, uint64_t linger_ns, uint32_t max_entries);
+/* Entries one tick reads: a bounded stall, however many flows are held. */
+#define COLLECT_TICK_ENTRIES 16384
 /*
  * An unspoofed (LOCAL, UNKNOWN) upstream connection's source: the local
  * address the kernel would use toward upstream and a free port that no

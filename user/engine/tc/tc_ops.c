@@ -136,10 +136,10 @@ static void tc_release(struct mmp_loop *loop, struct mmp_conn *c)
 	c->takeover_ctx = NULL;
 }
 
-/* Finished flows are collected once a second, by one loop. */
+/* Finished flows are collected once a second, by one loop, a bounded part at a time. */
 static void tc_tick(struct mmp_engine *e)
 {
-	mmp_tc_collect(e->proc, CLOSED_LINGER_NS);
+	mmp_tc_collect_step(e->proc, CLOSED_LINGER_NS, COLLECT_TICK_ENTRIES);
 	mmp_tc_note_empty(e->proc);
 }
 
