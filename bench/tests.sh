@@ -134,6 +134,16 @@ LG=("$TOOLS/loadgen" -m pingpong -c 20 -s 100 --pipeline 2 -T 2 --warmup 0.5 --t
 in_ns "${LG[@]}" --proxy none 127.0.0.1:9000 >"$TMP/direct.out" 2>&1
 check_run "direct" "$TMP/direct.out"
 
+# Bad input: hold keeps one message in flight, a deeper pipeline is refused
+# with one line naming the option.
+if out=$("$TOOLS/loadgen" -m hold --pipeline 2 127.0.0.1:9000 2>&1); then
+	fail "hold --pipeline 2 refused" "exit 0: $out"
+elif [[ $(grep -c . <<<"$out") == 1 && $out == *--pipeline* ]]; then
+	pass "hold --pipeline 2 refused"
+else
+	fail "hold --pipeline 2 refused" "$out"
+fi
+
 # hold (bench/scale.sh): -T is only a bound, SIGTERM ends the measurement and
 # the report follows; every held connection pinged in 1.5 s at --interval 0.5.
 nsenter --net="/run/netns/$NS" "$TOOLS/loadgen" -m hold -c 200 --interval 0.5 --connect-rate 2000 -T 100 \
