@@ -7,7 +7,17 @@
 #   bench/scale.sh                                   100,000 through mmproxy-bpf/tc
 #   bench/scale.sh -c 9000 --configs mmproxy-bpf/tc,go-mmproxy,mmproxy-rs
 #
-# Per configuration, in a network namespace of its own (everything on lo):
+# The load generators (the load balancer's side) run in a namespace of their
+# own, joined to the proxy's by a veth pair (TEST-NET 198.51.100.0/24; the
+# tc engine hooks it with --iface), and connect from 126 addresses; the
+# proxy and the upstreams share the other namespace's lo. With everything in
+# one namespace (--one-ns) the generators' connect() competes for ports with
+# the proxy's transparent binds to the header clients' ports (every one of
+# 1024-65535): a port with a bind-made bucket is skipped, and as TIME_WAIT
+# keeps them, connrate fell from 7,700 to 1,500-3,100 a second within 30 s,
+# on any engine, with nothing held.
+#
+# Per configuration:
 #   1. connrate (loadgen -m connrate -c 50) with none held: the base rate;
 #   2. N connections opened by several `loadgen -m hold` processes (the
 #      open-files hard limit is per process), paced at --ramp-rate, each
@@ -51,6 +61,7 @@ CONNRATE_S=3
 CONNRATE_ROUNDS=5 # per phase; medians, the host is shared and noisy
 CONFIGS=mmproxy-bpf/tc
 OUT_DIR=$BENCH_DIR/results
+ONE_NS=0
 
 usage() {
 	cat <<EOF
@@ -63,6 +74,7 @@ usage: bench/scale.sh [options]
   --connrate-rounds N  connection-rate runs per phase, median kept [$CONNRATE_ROUNDS]
   --configs LIST       mmproxy-bpf/ENGINE, go-mmproxy, mmproxy-rs [$CONFIGS]
   --out DIR            where the results go [bench/results]
+  --one-ns             generators on the proxy's lo too (the first runs; see above)
 Environment: MMPROXY_BPF, GO_MMPROXY, MMPROXY_RS override the binaries.
 EOF
 }
@@ -77,6 +89,7 @@ while (($#)); do
 	--connrate-rounds) CONNRATE_ROUNDS=$2; shift ;;
 	--configs) CONFIGS=$2; shift ;;
 	--out) OUT_DIR=$2; shift ;;
+	--one-ns) ONE_NS=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "scale.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -105,6 +118,7 @@ UPSTREAMS=$(((CONNS + PER_UPSTREAM - 1) / PER_UPSTREAM + 1)) # +1: SO_REUSEPORT 
 # ---- state and cleanup --------------------------------------------------
 
 NS=mmps-$$
+NSC=mmps-$$-lb # the generators' (only without --one-ns)
 PIN_DIR=/sys/fs/bpf/mmproxy-bpf-scale-$$
 TMP=$(mktemp -d /tmp/mmps-scale.XXXXXX)
 PIDS=()
@@ -125,9 +139,10 @@ cleanup() {
 	local pid
 	for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
 	if ((NS_MADE)); then
-		# Safety net: anything still running inside our namespace is ours.
-		for pid in $(ip netns pids "$NS" 2>/dev/null); do stop_pid "$pid"; done
+		# Safety net: anything still running inside our namespaces is ours.
+		for pid in $(ip netns pids "$NS" 2>/dev/null) $(ip netns pids "$NSC" 2>/dev/null); do stop_pid "$pid"; done
 		ip netns del "$NS" 2>/dev/null || true
+		ip netns del "$NSC" 2>/dev/null || true
 	fi
 	[[ -d $PIN_DIR ]] && rm -rf "$PIN_DIR"
 	rm -rf "$TMP"
@@ -136,13 +151,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
+in_lb() { nsenter --net="/run/netns/$LB_NS" "$@"; }
 
-# bg_ns LOG CMD...: CMD in the namespace at the hard fd limit, in the
-# background; its PID (nsenter execs it) in BG_PID.
+# bg_ns LOG CMD...: CMD in the proxy's namespace (bg_lb: the generators')
+# at the hard fd limit, in the background; its PID (nsenter execs it) in BG_PID.
+bg_lb() { BG_NS=$LB_NS bg_ns "$@"; }
 bg_ns() {
-	local out=$1
+	local out=$1 ns=${BG_NS:-$NS}
 	shift
-	(ulimit -n "$NOFILE"; exec nsenter --net="/run/netns/$NS" "$@") >"$out" 2>&1 &
+	(ulimit -n "$NOFILE"; exec nsenter --net="/run/netns/$ns" "$@") >"$out" 2>&1 &
 	BG_PID=$!
 	PIDS+=("$BG_PID")
 }
@@ -178,6 +195,32 @@ in_ns sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local
 in_ns sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
 in_ns sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+if ((ONE_NS)); then
+	LB_NS=$NS
+	PROXY_ADDR=127.0.0.1
+	IFACE_ARGS=()
+	# holder_src I / connrate: a /16 of 127/8 each.
+	holder_src() { echo "127.$((2 + $1)).0.0/16"; }
+	CONNRATE_SRC=127.1.0.0/16
+else
+	LB_NS=$NSC
+	PROXY_ADDR=198.51.100.1
+	ip netns add "$NSC"
+	in_lb ip link set lo up
+	ip link add "mmps$$c" netns "$NSC" type veth peer name "mmps$$p" netns "$NS"
+	in_ns ip addr add 198.51.100.1/24 dev "mmps$$p"
+	in_lb ip addr add 198.51.100.2/24 dev "mmps$$c"
+	in_ns ip link set "mmps$$p" up
+	in_lb ip link set "mmps$$c" up
+	# 126 client addresses (.129-.254), shared by every generator: 8 million
+	# tuples toward the proxy's ip:port.
+	for ((i = 129; i < 255; i++)); do echo "addr add 198.51.100.$i/24 dev mmps$$c"; done | in_lb ip -batch -
+	in_lb sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
+	IFACE_ARGS=(--iface "mmps$$p")
+	holder_src() { echo 198.51.100.128/25; }
+	CONNRATE_SRC=198.51.100.128/25
+fi
 
 for ((i = 0; i < UPSTREAMS; i++)); do
 	bg_ns "$TMP/upstream-$i.log" "$TOOLS/upstream" -m echo --threads 1 -l "127.0.0.1:$PORT_UP"
@@ -234,9 +277,9 @@ CLIENT_OFFSET=0 # header clients never repeat over the whole run (TIME_WAIT)
 connrate() {
 	local out=$TMP/connrate-$1.out r json all=()
 	for ((r = 0; r < CONNRATE_ROUNDS; r++)); do
-		in_ns "$TOOLS/loadgen" -m connrate -c 50 -s 64 --threads 1 -T "$CONNRATE_S" --warmup 1 \
+		in_lb "$TOOLS/loadgen" -m connrate -c 50 -s 64 --threads 1 -T "$CONNRATE_S" --warmup 1 \
 			--proxy v1 --client-range 10.128.0.0/9 --client-offset "$CLIENT_OFFSET" \
-			--source-range 127.1.0.0/16 --watch-pid "$PROXY_PID" -q "127.0.0.1:$PORT_PROXY" >"$out" 2>&1 || true
+			--source-range "$CONNRATE_SRC" --watch-pid "$PROXY_PID" -q "$PROXY_ADDR:$PORT_PROXY" >"$out" 2>&1 || true
 		json=$(sed -n 's/^JSON //p' "$out" | tail -n 1)
 		if [[ -z $json ]]; then
 			log "  connrate $1: no result: $(tail -n 3 "$out" | tr '\n' ' ')"
@@ -259,10 +302,10 @@ start_proxy() {
 	local -a cmd
 	case $cfg in
 	mmproxy-bpf/*)
-		cmd=("$BIN" run -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$PORT_UP" --listeners 2
+		cmd=("$BIN" run -l "$PROXY_ADDR:$PORT_PROXY" -4 "127.0.0.1:$PORT_UP" --listeners 2 "${IFACE_ARGS[@]}"
 			--engine "${cfg#*/}" --pin-dir "$PIN_DIR" --tc-max-flows "$max_flows" -v 0) ;;
-	go-mmproxy) cmd=("$GO_MMPROXY" -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$PORT_UP" -listeners 2 -v 0) ;;
-	mmproxy-rs) cmd=("$MMPROXY_RS" -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$PORT_UP" --listeners 2) ;;
+	go-mmproxy) cmd=("$GO_MMPROXY" -l "$PROXY_ADDR:$PORT_PROXY" -4 "127.0.0.1:$PORT_UP" -listeners 2 -v 0) ;;
+	mmproxy-rs) cmd=("$MMPROXY_RS" -l "$PROXY_ADDR:$PORT_PROXY" -4 "127.0.0.1:$PORT_UP" --listeners 2) ;;
 	*) die "unknown configuration $cfg" ;;
 	esac
 	bg_ns "$TMP/proxy-${cfg//\//-}.log" "${cmd[@]}"
@@ -318,10 +361,10 @@ run_config() {
 		local n=$per
 		((i == HOLDERS - 1)) && n=$((CONNS - per * (HOLDERS - 1)))
 		# -T is only a bound: SIGTERM ends the measurement (and reports) sooner.
-		bg_ns "$TMP/hold-$i.out" "$TOOLS/loadgen" -m hold -c "$n" --interval "$INTERVAL" -s 64 --threads 1 \
+		bg_lb "$TMP/hold-$i.out" "$TOOLS/loadgen" -m hold -c "$n" --interval "$INTERVAL" -s 64 --threads 1 \
 			--connect-rate "$(python3 -c "print($RAMP_RATE / $HOLDERS)")" -T 100000 --warmup 0 \
 			--proxy v2 --client-range 10.128.0.0/9 --client-offset "$((CLIENT_OFFSET + i * per))" \
-			--source-range "127.$((2 + i)).0.0/16" -q "127.0.0.1:$PORT_PROXY"
+			--source-range "$(holder_src "$i")" -q "$PROXY_ADDR:$PORT_PROXY"
 		holders+=("$BG_PID")
 	done
 	CLIENT_OFFSET=$((CLIENT_OFFSET + CONNS))
@@ -396,9 +439,10 @@ for cfg in "${CFG_LIST[@]}"; do run_config "$cfg"; done
 
 mkdir -p "$OUT_DIR"
 OUT=$OUT_DIR/$(date +%Y-%m-%d-%H%M)-$(hostname -s)-scale.jsonl
-jq -c --arg cmd "bench/scale.sh $ORIG_ARGS" --argjson el "$(($(date +%s) - START))" --arg bin "$BIN" \
+jq -c --arg one "$ONE_NS" --arg cmd "bench/scale.sh $ORIG_ARGS" --argjson el "$(($(date +%s) - START))" --arg bin "$BIN" \
 	--arg ver "$("$BIN" version 2>/dev/null | head -n 1)" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	'. + {command: $cmd, elapsed_s: $el, mmproxy_bpf: $bin, mmproxy_bpf_version: $ver, loadavg_at_end: $load}' \
+	'. + {command: $cmd, elapsed_s: $el, mmproxy_bpf: $bin, mmproxy_bpf_version: $ver, loadavg_at_end: $load,
+		generators: (if $one == "1" then "proxy netns lo" else "own netns, veth" end)}' \
 	"$RESULTS" >"$OUT"
 python3 - "$OUT" <<'EOF'
 import json, sys
