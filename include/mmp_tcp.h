@@ -33,7 +33,9 @@
 	  "connections refused: their load balancer had --max-pending-per-source pending")                          \
 	X(closed_idle, "closed idle", "connections closed: no data either way for --idle-timeout")              \
 	X(refused_endpoint, "refused endpoint",                                                                 \
-	  "connections refused: the PROXY header names no endpoint of --allowed-endpoints")
+	  "connections refused: the PROXY header names no endpoint of --allowed-endpoints")                     \
+	X(pipe_fallbacks, "pipe fallbacks",                                                                     \
+	  "spliced connections copied through userspace: no pipe could be had (fs.pipe-user-pages-*, open files)")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(name, label, desc) __u64 name;

@@ -22,8 +22,9 @@ $(BUILD)/tests/%.o: tests/unit/%.c $(UNIT_HDRS)
 
 $(BUILD)/tests/test_tc_rewrite $(BUILD)/tests/test_tc_packet $(BUILD)/tests/test_tc_icmp: $(TC_FIXTURES)
 
-# Fault injection: pipe2 fails on demand, close and the worker's close are recorded.
-$(BUILD)/tests/test_splice_fds: LDLIBS += -Wl,--wrap=pipe2,--wrap=close,--wrap=mmp_conn_close
+# Fault injection: pipe2 fails (or gives an 8 KiB pipe F_SETPIPE_SZ will not grow)
+# on demand, close, the worker's close and the log are recorded, epoll is left out.
+$(BUILD)/tests/test_splice_fds: LDLIBS += -Wl,--wrap=pipe2,--wrap=close,--wrap=fcntl,--wrap=mmp_conn_close,--wrap=mmp_loop_watch,--wrap=mmp_log
 
 # The sweep's bpf() reads of the flow map are counted.
 $(BUILD)/tests/test_tc_collect: LDLIBS += -Wl,--wrap=bpf_map_get_next_key,--wrap=bpf_map_lookup_elem,--wrap=bpf_map_lookup_batch

@@ -61,6 +61,9 @@ static void tcp_series(FILE *out, const struct mmp_snapshot *s)
 	sample(out, "mmproxy_handoffs_total", "engine=\"tc\",outcome=\"short\"", t[MMP_TCP_CNT_tc_short]);
 	sample(out, "mmproxy_handoffs_total", "engine=\"sockmap\",outcome=\"spliced\"", t[MMP_TCP_CNT_sockmap_flows]);
 	sample(out, "mmproxy_handoffs_total", "engine=\"sockmap\",outcome=\"fallback\"", t[MMP_TCP_CNT_sockmap_fallbacks]);
+	head(out, "mmproxy_splice_pipe_fallbacks_total", "counter",
+	     "spliced connections copied through userspace: no pipe could be had (per-user pipe limits, open files)");
+	sample(out, "mmproxy_splice_pipe_fallbacks_total", NULL, t[MMP_TCP_CNT_pipe_fallbacks]);
 }
 
 static void kernel_series(FILE *out, const struct mmp_snapshot *s)

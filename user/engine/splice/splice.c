@@ -22,6 +22,7 @@
 /* The engine's per-connection context: 0 = client -> upstream, 1 = upstream -> client. */
 struct mmp_splice_conn {
 	struct mmp_splice_dir dir[2];
+	bool fallback_reported; /* a direction copies without a pipe: counted and logged once per connection */
 };
 
 static struct mmp_splice_dir *dir_of(const struct mmp_conn *c, int i)
@@ -41,6 +42,7 @@ static void splice_release(struct mmp_loop *loop, struct mmp_conn *c)
 			close(s->dir[i].pipe_rd);
 		if (s->dir[i].pipe_wr >= 0)
 			close(s->dir[i].pipe_wr);
+		free(s->dir[i].copy_buf);
 	}
 	free(s);
 	c->ctx = NULL;
@@ -142,8 +144,13 @@ static uint32_t interest(const struct mmp_splice_dir *rd, const struct mmp_splic
 {
 	uint32_t ev = 0;
 
-	/* A direction whose dst is full (only ever with bytes in its pipe) waits for dst alone: src's bytes keep in src's queue. */
-	if (!rd->src_eof && (!mmp_splice_piped(rd) || (!rd->dst_full && rd->in_pipe < rd->cap)))
+	/*
+	 * A direction whose dst is full (only ever with bytes in its pipe) waits
+	 * for dst alone: src's bytes keep in src's queue. Without a pipe, bytes
+	 * held in the copy buffer (in_pipe, never set on the first-bytes path)
+	 * mean the same.
+	 */
+	if (!rd->src_eof && (mmp_splice_piped(rd) ? !rd->dst_full && rd->in_pipe < rd->cap : rd->in_pipe == 0))
 		ev |= EPOLLIN;
 	if (wr->in_pipe > 0)
 		ev |= EPOLLOUT;
@@ -169,6 +176,25 @@ static bool finished(const struct mmp_conn *c)
 	return dir_of(c, 0)->dst_shut && dir_of(c, 1)->dst_shut;
 }
 
+/*
+ * A direction of c just fell back to copying (no usable pipe): count the
+ * connection once (pipe_fallbacks in stats and metrics) and say why, with the
+ * fix, at -v 1.
+ */
+static void report_fallback(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	struct mmp_splice_conn *s = c->ctx;
+	char a[MMP_ADDRSTRLEN], why[256];
+	int i = s->dir[0].no_pipe ? 0 : 1;
+
+	if (s->fallback_reported || !(s->dir[0].no_pipe || s->dir[1].no_pipe))
+		return;
+	s->fallback_reported = true;
+	mmp_count(loop->counters, MMP_TCP_CNT_pipe_fallbacks, 1);
+	pr_conn("client %s: no splice pipe for the %s direction: %s", mmp_conn_client_name(c, a),
+		i == 0 ? "client -> upstream" : "upstream -> client", mmp_splice_pipe_why(&s->dir[i], why, sizeof(why)));
+}
+
 /* Pump both directions, then close, reset, or re-arm epoll. */
 static void step(struct mmp_loop *loop, struct mmp_conn *c)
 {
@@ -177,10 +203,13 @@ static void step(struct mmp_loop *loop, struct mmp_conn *c)
 
 	r0 = pump(dir_of(c, 0), c->client.fd, c->upstream.fd, dir_of(c, 1)->dst_shut);
 	r1 = r0 == PUMP_OK ? pump(dir_of(c, 1), c->upstream.fd, c->client.fd, dir_of(c, 0)->dst_shut) : PUMP_OK;
+	report_fallback(loop, c);
 	if (r0 == PUMP_NO_PIPE || r1 == PUMP_NO_PIPE) {
 		int err = r0 == PUMP_NO_PIPE ? dir_of(c, 0)->pipe_err : dir_of(c, 1)->pipe_err;
 
-		pr_err("failed to create a splice pipe: %s (raise the open-files limit)", strerror(-err));
+		/* No pipe (why: pipe_err) and no memory for the buffer that would have replaced it. */
+		pr_err("client %s: closed: no splice pipe (%s) and out of memory for a copy buffer",
+		       mmp_conn_client_name(c, a), strerror(-err));
 		mmp_conn_close(loop, c, true, true);
 		return;
 	}

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,10 +16,34 @@
 
 int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 {
-	int p[2], sz, lowat = MMP_SPLICE_NOTSENT_LOWAT;
+	int p[2], sz, lowat = MMP_SPLICE_NOTSENT_LOWAT, resize_err = 0;
 
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC))
-		return -errno;
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
+		d->pipe_fail = PIPE_FAIL_CREATE;
+		d->pipe_err = -errno;
+		return d->pipe_err;
+	}
+	/*
+	 * Best effort: a bigger pipe means fewer syscalls per byte on bulk
+	 * flows. Refused (EPERM) past fs.pipe-user-pages-soft, where pipe2 also
+	 * gave only 2 pages.
+	 */
+	if (fcntl(p[1], F_SETPIPE_SZ, MMP_SPLICE_PIPE_BYTES) < 0)
+		resize_err = -errno;
+	sz = fcntl(p[1], F_GETPIPE_SZ);
+	/*
+	 * Too small to park what one first-bytes read took (park_rest writes it
+	 * whole, or the connection would lose it): such a pipe is no use. At
+	 * 1,000 streams the 8 KiB pipes cut connections ("Resource temporarily
+	 * unavailable" from the short write; docs/DESIGN.md §3d, "Pipes refused").
+	 */
+	if (sz < MMP_SPLICE_COPY_BYTES) {
+		close(p[0]);
+		close(p[1]);
+		d->pipe_fail = PIPE_FAIL_RESIZE;
+		d->pipe_err = resize_err ? resize_err : -EPERM;
+		return d->pipe_err;
+	}
 	/*
 	 * Best effort: a long flow's unsent bytes wait in src's queue and the
 	 * pipe, not also megabytes of them in dst's send queue. Without it, 50
@@ -27,26 +52,29 @@ int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 	 */
 	if (d->relay_only)
 		setsockopt(dst, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
-	/* Best effort: a bigger pipe means fewer syscalls per byte on bulk flows. */
-	fcntl(p[1], F_SETPIPE_SZ, MMP_SPLICE_PIPE_BYTES);
-	sz = fcntl(p[1], F_GETPIPE_SZ);
-	d->cap = sz > 0 ? (size_t)sz : 65536;
+	d->cap = (size_t)sz;
 	d->pipe_rd = p[0];
 	d->pipe_wr = p[1];
 	return 0;
 }
 
-/* dst took only `sent` of n bytes: the rest waits in the pipe, which has room for all of it. */
+/*
+ * dst took only `sent` of n bytes: the rest waits in the pipe, which has room
+ * for all of it, or, when no usable pipe can be had, in the buffer the
+ * direction copies through from now on.
+ */
 static enum mmp_pump_result park_rest(struct mmp_splice_dir *d, int dst, const char *buf, size_t sent, size_t n)
 {
 	ssize_t w;
-	int err = mmp_splice_open_pipe(d, dst);
 
-	if (err) {
-		d->pipe_err = err;
-		return PUMP_NO_PIPE;
+	if (mmp_splice_open_pipe(d, dst)) {
+		if (mmp_splice_fall_back(d))
+			return PUMP_NO_PIPE; /* pipe_err still says why there is no pipe */
+		memcpy(d->copy_buf, buf + sent, n - sent);
+		d->in_pipe = n - sent;
+		return PUMP_OK; /* dst is full: wait for EPOLLOUT */
 	}
-	/* An empty pipe holds at least 64 KiB >= MMP_SPLICE_COPY_BYTES: the write is whole. */
+	/* An open pipe holds at least MMP_SPLICE_COPY_BYTES (mmp_splice_open_pipe): the write is whole. */
 	w = write(d->pipe_wr, buf + sent, n - sent);
 	if (w != (ssize_t)(n - sent)) {
 		d->pipe_err = w < 0 ? -errno : -EAGAIN;
@@ -61,14 +89,19 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 {
 	char buf[MMP_SPLICE_COPY_BYTES];
 
+	if (d->no_pipe)
+		return mmp_splice_relay_copy(d, src, dst);
 	while (!d->src_eof && !mmp_splice_piped(d)) {
 		size_t skip, len;
 		ssize_t n, sent;
 
 		if (d->copied >= MMP_SPLICE_COPY_LIMIT) {
-			/* A long flow: splice from now on. Without a pipe it just keeps copying. */
+			/* A long flow: splice from now on, or, without a usable pipe, copy for good. */
 			if (mmp_splice_open_pipe(d, dst) == 0)
 				break;
+			if (mmp_splice_fall_back(d))
+				return PUMP_NO_PIPE;
+			return mmp_splice_relay_copy(d, src, dst);
 		}
 		n = recv(src, buf, sizeof(buf), 0);
 		if (n < 0) {

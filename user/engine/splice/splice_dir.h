@@ -24,15 +24,36 @@ enum mmp_pump_result {
 	PUMP_OK,
 	PUMP_RESET_SRC, /* dst failed (reset/EPIPE): reset the source side */
 	PUMP_RESET_DST, /* src was reset: reset the destination side */
-	PUMP_NO_PIPE, /* a pipe was needed and could not be created: close both */
+	PUMP_NO_PIPE, /* neither a pipe nor a copy buffer could be had (out of memory): close both */
+};
+
+/* What failed when a direction could not get a usable pipe (splice_fallback.c names the cause). */
+enum mmp_pipe_fail {
+	PIPE_FAIL_NONE,
+	PIPE_FAIL_CREATE, /* pipe2() failed */
+	PIPE_FAIL_RESIZE, /* the pipe is smaller than MMP_SPLICE_COPY_BYTES and F_SETPIPE_SZ refused more */
 };
 
 /* One direction: bytes from src to dst, copied at first, then through a pipe. */
 struct mmp_splice_dir {
 	int pipe_rd, pipe_wr; /* -1 while not open (the first-bytes path) */
-	int pipe_err; /* the negative errno of a failed pipe2, for the log */
+	int pipe_err; /* the negative errno of the pipe2 or F_SETPIPE_SZ that failed, for the log */
+	enum mmp_pipe_fail pipe_fail; /* which of them, PIPE_FAIL_NONE while none did */
 	size_t cap; /* the pipe's size, 0 while not open */
-	size_t in_pipe; /* bytes read from src not yet written to dst */
+	/*
+	 * Bytes read from src not yet written to dst: in the pipe, or in
+	 * copy_buf for a direction that copies for good (no_pipe).
+	 */
+	size_t in_pipe;
+	/*
+	 * A direction that could not get a usable pipe (the per-user pipe
+	 * limits, no fds) copies through copy_buf (MMP_SPLICE_COPY_BYTES, from
+	 * the heap) for the rest of its life instead of being cut
+	 * (docs/DESIGN.md §3d, "Pipes refused"). NULL otherwise.
+	 */
+	char *copy_buf;
+	size_t copy_off; /* the first byte of copy_buf not yet written to dst */
+	bool no_pipe; /* copies through copy_buf for good */
 	size_t copied; /* bytes moved by the first-bytes path */
 	size_t skip; /* bytes still to drop from src first: the PROXY header the handshake left queued */
 	bool src_eof; /* src sent FIN */
@@ -54,9 +75,27 @@ static inline bool mmp_splice_piped(const struct mmp_splice_dir *d)
 /*
  * Opens d's pipe (sized MMP_SPLICE_PIPE_BYTES when allowed) and, with
  * d->relay_only, caps the unsent bytes dst's send queue holds
- * (MMP_SPLICE_NOTSENT_LOWAT). Returns 0 or a negative errno.
+ * (MMP_SPLICE_NOTSENT_LOWAT). A pipe that holds less than
+ * MMP_SPLICE_COPY_BYTES (the per-user soft limit gives 8 KiB ones) is closed
+ * again: the first-bytes path parks up to that much in one write. Returns 0,
+ * or a negative errno with d->pipe_fail and d->pipe_err set.
  */
 int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst);
+
+/*
+ * d could not get a usable pipe (d->pipe_fail, d->pipe_err): it copies
+ * through a heap buffer from now on. Returns 0, or -ENOMEM (nothing changed).
+ */
+int mmp_splice_fall_back(struct mmp_splice_dir *d);
+
+/*
+ * A direction without a pipe (d->no_pipe): recv into d->copy_buf, send on;
+ * what dst does not take waits there (d->in_pipe) for EPOLLOUT.
+ */
+enum mmp_pump_result mmp_splice_relay_copy(struct mmp_splice_dir *d, int src, int dst);
+
+/* The log line's cause and fix for d's failed pipe: "per-user pipe buffer limit reached (...)...". */
+const char *mmp_splice_pipe_why(const struct mmp_splice_dir *d, char *buf, size_t len);
 
 /*
  * The first-bytes path: recv into a stack buffer, send on. Opens d's pipe and
