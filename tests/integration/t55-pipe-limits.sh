@@ -42,8 +42,10 @@ t_setup t55
 # netns): with loopback's defaults (up to 4 and 6 MiB) a few MiB fit in the
 # buffers and no destination is ever full, so no direction ever has to park
 # bytes, which is where the old code cut connections.
-ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.tcp_wmem="4096 16384 131072" net.ipv4.tcp_rmem="4096 65536 131072" ||
-	t_require false
+if ! ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.tcp_wmem="4096 16384 131072" net.ipv4.tcp_rmem="4096 65536 131072"; then
+	echo "FAIL t55 setup: cannot set net.ipv4.tcp_wmem/tcp_rmem in the proxy namespace"
+	exit 1
+fi
 
 N=${T55_CONNS:-24}
 SIZE=${T55_SIZE:-4M}
@@ -69,7 +71,7 @@ stats_fallbacks() {
 # limits_case NAME SOFT HARD CAUSE PORT_BASE: the transfers under the lowered limits.
 limits_case() {
 	local name=$1 soft=$2 hard=$3 cause=$4 pbase=$5
-	local out="$T_TMP/bidir-$pbase.out" ok bad lines right wrong cut stats total ms t0
+	local out="$T_TMP/bidir-$pbase.out" mark ok bad lines right cut stats total ms t0
 	case_begin "$name"
 	if ! mmp_start; then
 		case_fail "$MMP_START_ERR"
