@@ -14,9 +14,23 @@
 #include <sys/socket.h>
 #include "engine/splice/splice_dir.h"
 
+void mmp_splice_cap_unsent(const struct mmp_splice_dir *d, int dst)
+{
+	int lowat = MMP_SPLICE_NOTSENT_LOWAT;
+
+	/*
+	 * Best effort: a long flow's unsent bytes wait in src's queue and the
+	 * pipe (or copy buffer), not also megabytes of them in dst's send queue.
+	 * Without it, 50 two-way streams pushed TCP's memory past tcp_mem's
+	 * pressure mark, which slows every socket on the host (docs/DESIGN.md §3d).
+	 */
+	if (d->relay_only)
+		setsockopt(dst, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+}
+
 int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 {
-	int p[2], sz, lowat = MMP_SPLICE_NOTSENT_LOWAT, resize_err = 0;
+	int p[2], sz, resize_err = 0;
 
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
 		d->pipe_fail = PIPE_FAIL_CREATE;
@@ -44,14 +58,7 @@ int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 		d->pipe_err = resize_err ? resize_err : -EPERM;
 		return d->pipe_err;
 	}
-	/*
-	 * Best effort: a long flow's unsent bytes wait in src's queue and the
-	 * pipe, not also megabytes of them in dst's send queue. Without it, 50
-	 * two-way streams pushed TCP's memory past tcp_mem's pressure mark, which
-	 * slows every socket on the host (docs/DESIGN.md §3d).
-	 */
-	if (d->relay_only)
-		setsockopt(dst, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+	mmp_splice_cap_unsent(d, dst);
 	d->cap = (size_t)sz;
 	d->pipe_rd = p[0];
 	d->pipe_wr = p[1];
@@ -68,7 +75,7 @@ static enum mmp_pump_result park_rest(struct mmp_splice_dir *d, int dst, const c
 	ssize_t w;
 
 	if (mmp_splice_open_pipe(d, dst)) {
-		if (mmp_splice_fall_back(d))
+		if (mmp_splice_fall_back(d, dst))
 			return PUMP_NO_PIPE; /* pipe_err still says why there is no pipe */
 		memcpy(d->copy_buf, buf + sent, n - sent);
 		d->in_pipe = n - sent;
@@ -99,7 +106,7 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 			/* A long flow: splice from now on, or, without a usable pipe, copy for good. */
 			if (mmp_splice_open_pipe(d, dst) == 0)
 				break;
-			if (mmp_splice_fall_back(d))
+			if (mmp_splice_fall_back(d, dst))
 				return PUMP_NO_PIPE;
 			return mmp_splice_relay_copy(d, src, dst);
 		}

@@ -82,11 +82,15 @@ static inline bool mmp_splice_piped(const struct mmp_splice_dir *d)
  */
 int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst);
 
+/* With d->relay_only, caps the unsent bytes dst's send queue holds (MMP_SPLICE_NOTSENT_LOWAT). */
+void mmp_splice_cap_unsent(const struct mmp_splice_dir *d, int dst);
+
 /*
  * d could not get a usable pipe (d->pipe_fail, d->pipe_err): it copies
- * through a heap buffer from now on. Returns 0, or -ENOMEM (nothing changed).
+ * through a heap buffer from now on, dst's unsent bytes capped as a piped
+ * direction's. Returns 0, or -ENOMEM (nothing changed).
  */
-int mmp_splice_fall_back(struct mmp_splice_dir *d);
+int mmp_splice_fall_back(struct mmp_splice_dir *d, int dst);
 
 /*
  * A direction without a pipe (d->no_pipe): recv into d->copy_buf, send on;

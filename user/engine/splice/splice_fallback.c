@@ -16,7 +16,7 @@
 /* Rounds of recv/send per event before yielding, as the spliced path's. */
 #define RELAY_ROUNDS 8
 
-int mmp_splice_fall_back(struct mmp_splice_dir *d)
+int mmp_splice_fall_back(struct mmp_splice_dir *d, int dst)
 {
 	/* The first-bytes path's bytes are not lost: any it could not send are handed in by the caller. */
 	d->copy_buf = malloc(MMP_SPLICE_COPY_BYTES);
@@ -24,6 +24,8 @@ int mmp_splice_fall_back(struct mmp_splice_dir *d)
 		return -ENOMEM;
 	d->no_pipe = true;
 	d->copy_off = 0;
+	/* A long flow still: its dst's unsent bytes are capped as a piped flow's are. */
+	mmp_splice_cap_unsent(d, dst);
 	return 0;
 }
 
