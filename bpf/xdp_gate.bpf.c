@@ -28,6 +28,7 @@
 
 /* Set by the loader between open and load (user/policy/xdp_gate.c). */
 const volatile __u8 gate_proto = IPPROTO_TCP;
+const volatile __u8 gate_proto2; /* -p tcp,udp: IPPROTO_UDP, judged beside gate_proto; 0: none */
 const volatile __u16 port_lo = 8443, port_hi = 8443; /* host order, inclusive */
 const volatile __u8 match4; /* 0: IPv4 not judged, 1: any destination (0.0.0.0 or ::), 2: dst4 only */
 const volatile __u8 match6; /* 0: IPv6 not judged, 1: any destination (::), 2: dst6 only */
@@ -101,7 +102,7 @@ static __always_inline int judged_l4(void *l4, void *data_end, __u8 proto, bool 
 {
 	__u16 dport;
 
-	if (proto != gate_proto)
+	if (proto != gate_proto && proto != gate_proto2)
 		return 0;
 	if (proto == IPPROTO_TCP) {
 		struct tcphdr *th = l4;

@@ -28,15 +28,11 @@
 #include "policy/xdp_gate.h"
 #include "metrics/http.h"
 #include "cli/stats_json.h"
-#include "core/counters.h"
-#include "engine/engine.h"
 #include "udp/udp.h"
+#include "lib/protocols.h"
 #include "lib/sockaddr.h"
 #include "listen/port_lock.h"
-#include "listen/port_range.h"
-#include "listen/port_steer.h"
-#include "tcp/pending.h"
-#include "tcp/worker.h"
+#include "tcp/tcp_run.h"
 
 #ifndef MMP_VERSION
 #define MMP_VERSION "unknown"
@@ -58,64 +54,126 @@ static void raise_nofile(void)
 		       (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_cur / 6);
 }
 
-/* What finish_setup needs, from run. */
-struct setup_state {
-	const struct mmp_config *cfg;
-	const struct mmp_xdp_gate *gate;
-	struct mmp_metrics *metrics;
+/* The port-range lock of each protocol served (listen/port_lock.h): -p tcp,udp holds two. */
+static int port_locks(const struct mmp_config *cfg, int *tcp_fd, int *udp_fd)
+{
+	struct mmp_config one;
+	int err = 0;
+
+	if (mmp_config_serves(cfg, IPPROTO_TCP)) {
+		mmp_config_for_protocol(cfg, IPPROTO_TCP, &one);
+		err = mmp_port_lock(&one, tcp_fd);
+	}
+	if (!err && mmp_config_serves(cfg, IPPROTO_UDP)) {
+		mmp_config_for_protocol(cfg, IPPROTO_UDP, &one);
+		err = mmp_port_lock(&one, udp_fd);
+	}
+	return err;
+}
+
+/*
+ * The protocols' runs (tcp/tcp_run.h, udp/udp.h): one of them, or both for
+ * -p tcp,udp (docs/DESIGN.md §13), each with its own view of the
+ * configuration (lib/protocols.h); the policy, the XDP gate, the metrics
+ * server and the pin directory are shared.
+ */
+struct runs {
+	struct mmp_config tcp_cfg, udp_cfg;
+	struct mmp_tcp_run *tcp;
+	struct mmp_udp_run *udp;
 };
+
+static int runs_open(const struct mmp_config *cfg, const struct mmp_policy *policy, struct runs *r)
+{
+	int err = 0;
+
+	if (mmp_config_serves(cfg, IPPROTO_TCP)) {
+		mmp_config_for_protocol(cfg, IPPROTO_TCP, &r->tcp_cfg);
+		err = mmp_tcp_run_open(&r->tcp_cfg, policy, &r->tcp);
+	}
+	if (!err && mmp_config_serves(cfg, IPPROTO_UDP)) {
+		mmp_config_for_protocol(cfg, IPPROTO_UDP, &r->udp_cfg);
+		err = mmp_udp_run_open(&r->udp_cfg, policy, &r->udp);
+	}
+	return err;
+}
+
+static unsigned int runs_features(const struct runs *r)
+{
+	return (r->tcp ? mmp_tcp_run_features(r->tcp) : 0) | (r->udp ? mmp_udp_run_features(r->udp) : 0);
+}
+
+static int runs_start(struct runs *r)
+{
+	int err = r->tcp ? mmp_tcp_run_start(r->tcp) : 0;
+
+	return err ? err : r->udp ? mmp_udp_run_start(r->udp) : 0;
+}
+
+static void runs_tick(struct runs *r)
+{
+	if (r->tcp)
+		mmp_tcp_run_tick(r->tcp);
+	if (r->udp)
+		mmp_udp_run_tick(r->udp);
+}
+
+/* Both stop together: UDP first, whose flows hold no pins TCP's need; each logs its totals. */
+static void runs_close(struct runs *r, bool failed)
+{
+	mmp_udp_run_close(r->udp);
+	mmp_tcp_run_close(r->tcp, failed);
+	r->udp = NULL;
+	r->tcp = NULL;
+}
 
 /*
  * Set-up is done and no thread runs yet: drop the capabilities the run no
  * longer needs (docs/DESIGN.md §9), then start the threads that serve, which
  * inherit the smaller set (capabilities are per thread).
  */
-static int finish_setup(void *arg, unsigned int engine_features)
+static int finish_setup(const struct mmp_config *cfg, const struct mmp_xdp_gate *gate, struct mmp_metrics *metrics,
+			unsigned int run_features)
 {
-	const struct setup_state *st = arg;
-	unsigned int features = MMP_FEAT_UPSTREAM | engine_features;
+	unsigned int features = MMP_FEAT_UPSTREAM | run_features;
 
-	if (st->gate)
+	if (gate)
 		features |= MMP_FEAT_XDP_GATE;
-	if (mmp_xdp_gate_shares_dispatcher(st->gate))
+	if (mmp_xdp_gate_shares_dispatcher(gate))
 		features |= MMP_FEAT_XDP_DISPATCHER;
-	if (st->cfg->mark)
+	if (cfg->mark)
 		features |= MMP_FEAT_MARK;
 	mmp_privileges_drop(features);
-	return mmp_metrics_serve(st->metrics);
+	return mmp_metrics_serve(metrics);
 }
 
-/* The tc and sockmap engines among those opened, as privileges.h features. */
-static unsigned int engine_features(const struct mmp_engines *e)
+/* Until SIGINT/SIGTERM, which it returns: the totals once a second, for stats; SIGHUP reloads -a for both protocols. */
+static int serve_until_signal(struct runs *r, struct mmp_policy *policy, const sigset_t *sigs)
 {
-	const struct mmp_engine *all[] = { &e->first, &e->fallback, &e->takeover };
-	unsigned int f = 0;
+	for (;;) {
+		struct timespec second = { .tv_sec = 1 };
+		int sig;
 
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		if (!all[i]->ops)
-			continue;
-		if (!strcmp(all[i]->ops->name, "tc"))
-			f |= MMP_FEAT_TC;
-		else if (!strcmp(all[i]->ops->name, "sockmap"))
-			f |= MMP_FEAT_SOCKMAP;
+		runs_tick(r);
+		sig = sigtimedwait(sigs, NULL, &second);
+		/* One reload: both protocols read the same allow-list maps. UDP: only new flows are checked. */
+		if (sig == SIGHUP)
+			mmp_policy_reload(policy);
+		else if (sig > 0)
+			return sig;
 	}
-	return f;
 }
 
 static int run(const struct mmp_config *cfg)
 {
-	static struct mmp_counters counters;
+	static struct runs runs; /* two configurations: kept off the stack */
 	struct mmp_policy *policy = NULL;
 	struct mmp_xdp_gate *gate = NULL;
 	struct mmp_metrics *metrics = NULL;
-	struct mmp_engines engines = { 0 };
-	struct mmp_port_steer steer = { 0 };
-	struct mmp_worker *workers = NULL;
 	struct mmp_instance_lock lock;
-	struct setup_state setup = { .cfg = cfg };
-	char addr[MMP_ADDRSTRLEN];
+	char status[32];
 	sigset_t sigs;
-	int err, sig, started = 0, port_lock = -1;
+	int err, sig, tcp_port_lock = -1, udp_port_lock = -1;
 
 	/*
 	 * Signals go to this thread only (sigwait below); workers inherit the
@@ -138,7 +196,8 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_instance_lock(cfg, &lock);
 	if (err)
 		return err;
-	err = mmp_port_lock(cfg, &port_lock); /* overlapping port ranges (docs/DESIGN.md §8) */
+	/* Overlapping port ranges (docs/DESIGN.md §8), one lock per protocol served. */
+	err = port_locks(cfg, &tcp_port_lock, &udp_port_lock);
 	if (err)
 		goto out_lock;
 	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
@@ -154,94 +213,40 @@ static int run(const struct mmp_config *cfg)
 	err = mmp_xdp_gate_open(cfg, &gate);
 	if (err)
 		goto out_policy;
-	/* Scrapes read the pins (docs/DESIGN.md §6), so one server serves both modes. */
+	/* Scrapes read the pins (docs/DESIGN.md §6), so one server serves both protocols. */
 	if (cfg->metrics) {
 		err = mmp_metrics_start(&cfg->metrics_addr, cfg->pin_dir, policy, &metrics);
 		if (err)
 			goto out_policy;
 	}
 
-	setup.gate = gate;
-	setup.metrics = metrics;
+	err = runs_open(cfg, policy, &runs);
+	if (err)
+		goto out_runs;
+	err = finish_setup(cfg, gate, metrics, runs_features(&runs));
+	if (err)
+		goto out_runs;
+	err = runs_start(&runs);
+	if (err)
+		goto out_runs;
 
-	/* A port range: sk_lookup, or one socket per port (docs/DESIGN.md §8). */
-	err = mmp_port_steer_open(cfg, &steer);
-	if (err)
-		goto out_policy;
-	if (cfg->protocol == IPPROTO_UDP) {
-		err = mmp_udp_run(cfg, policy, &steer, &sigs, finish_setup, &setup);
-		goto out_policy;
-	}
-
-	err = mmp_engines_open(cfg, &engines);
-	if (err)
-		goto out_policy;
-	err = mmp_counters_publish_open(&counters, cfg->pin_dir);
-	if (err)
-		goto out_engines;
-	err = mmp_pending_open(cfg);
-	if (err)
-		goto out_counters;
-	workers = calloc(cfg->listeners, sizeof(*workers));
-	if (!workers) {
-		err = -ENOMEM;
-		goto out_pending;
-	}
-	for (int i = 0; i < cfg->listeners; i++) {
-		err = mmp_worker_init(&workers[i], i, cfg, policy, &steer, &engines, &counters);
-		started = i + 1; /* initialised, so mmp_worker_stop can free it */
-		if (err)
-			goto out_workers;
-	}
-	err = finish_setup(&setup, engine_features(&engines));
-	if (err)
-		goto out_workers;
-	for (int i = 0; i < cfg->listeners; i++) {
-		err = mmp_worker_start(&workers[i]);
-		if (err)
-			goto out_workers;
-	}
-	pr_info("listening on %s%s with %d listeners, engine %s; IPv4 upstream %s, IPv6 upstream %s",
-		mmp_fmt_addr((const void *)&cfg->listen, addr), mmp_port_steer_describe(cfg, &steer,
-		(char[64]){ 0 }, 64), cfg->listeners, mmp_engines_describe(&engines),
-		mmp_fmt_port_range(&cfg->target4, cfg->target4_port_hi, (char[MMP_ADDRSTRLEN + 8]){ 0 }),
-		mmp_fmt_port_range(&cfg->target6, cfg->target6_port_hi, (char[MMP_ADDRSTRLEN + 8]){ 0 }));
-
-	mmp_notify_ready("listening (tcp)");
-	/* Until SIGINT/SIGTERM: the totals to mmp_tcp_cnt once a second, for stats; SIGHUP reloads -a. */
-	for (;;) {
-		struct timespec second = { .tv_sec = 1 };
-
-		mmp_counters_publish(&counters);
-		sig = sigtimedwait(&sigs, NULL, &second);
-		if (sig == SIGHUP)
-			mmp_policy_reload(policy);
-		else if (sig > 0)
-			break;
-	}
+	snprintf(status, sizeof(status), "listening (%s)", cfg->tcp_and_udp ? "tcp,udp" : mmp_config_protocol_name(cfg));
+	mmp_notify_ready(status);
+	sig = serve_until_signal(&runs, policy, &sigs);
 	mmp_notify_stopping();
-	pr_info("received %s: closing listeners and connections", strsignal(sig));
+	pr_info("received %s: closing listeners, connections and flows", strsignal(sig));
 	err = 0;
-out_workers:
-	for (int i = 0; i < started; i++)
-		mmp_worker_stop(&workers[i]);
-	free(workers);
-	mmp_counters_log(&counters);
-out_pending:
-	mmp_pending_close();
-out_counters:
-	mmp_counters_publish_close(&counters);
-out_engines:
-	/* A failed start keeps what the maps hold: a predecessor's flows that it adopted (docs/DESIGN.md §3c). */
-	mmp_engines_close(&engines, !cfg->detach || err);
+out_runs:
+	runs_close(&runs, err);
 out_policy:
-	mmp_port_steer_close(&steer);
 	mmp_metrics_stop(metrics);
 	mmp_xdp_gate_close(gate);
 	mmp_policy_close(policy);
 out_lock:
-	if (port_lock >= 0)
-		close(port_lock);
+	if (tcp_port_lock >= 0)
+		close(tcp_port_lock);
+	if (udp_port_lock >= 0)
+		close(udp_port_lock);
 	mmp_instance_unlock(&lock);
 	return err;
 }

@@ -14,6 +14,7 @@
 #include "lib/config.h"
 #include "lib/instance.h"
 #include "lib/log.h"
+#include "lib/protocols.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof(a[0])) - 1)
 
@@ -178,6 +179,47 @@ static void test_pin_dir_per_instance(void **state)
 	assert_null(cfg.pin_dir);
 }
 
+/* Issue 27 (3): -p tcp,udp (or udp,tcp) is one instance: TCP's config with UDP beside it, one pin directory. */
+static void test_tcp_and_udp(void **state)
+{
+	char *both[] = { "mmproxy-bpf", "run", "-p", "tcp,udp", "-l", "0.0.0.0:7000", "-a", "/etc/lbs.txt", NULL };
+	char *swapped[] = { "mmproxy-bpf", "-p", "udp,tcp", "-l", "[::]:7100-7103", "--udp-any-source", NULL };
+	char *no_a[] = { "mmproxy-bpf", "run", "-p", "tcp,udp", NULL };
+	char *bad[] = { "mmproxy-bpf", "run", "-p", "tcp,udp,tcp", "--udp-any-source", NULL };
+	char *last_wins[] = { "mmproxy-bpf", "-p", "tcp,udp", "-p", "tcp", NULL };
+	char *stats[] = { "mmproxy-bpf", "stats", "-p", "tcp,udp", "-l", "0.0.0.0:7000", NULL };
+	char *cleanup[] = { "mmproxy-bpf", "cleanup", "--protocol", "udp,tcp", "-l", "0.0.0.0:7000", NULL };
+	struct mmp_config cfg, udp;
+
+	assert_int_equal(mmp_config_parse(ARGC(both), both, &cfg), 0);
+	assert_true(cfg.tcp_and_udp);
+	assert_int_equal(cfg.protocol, IPPROTO_TCP);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcpudp-0_0_0_0-7000");
+	assert_string_equal(mmp_config_protocol_name(&cfg), "tcpudp");
+	assert_true(mmp_config_serves(&cfg, IPPROTO_TCP) && mmp_config_serves(&cfg, IPPROTO_UDP));
+	/* The UDP half: its own protocol, the same pin directory (its copy's, not a pointer into cfg). */
+	mmp_config_for_protocol(&cfg, IPPROTO_UDP, &udp);
+	assert_int_equal(udp.protocol, IPPROTO_UDP);
+	assert_string_equal(udp.pin_dir, cfg.pin_dir);
+	assert_ptr_equal(udp.pin_dir, udp.pin_dir_derived);
+	assert_int_equal(mmp_config_parse(ARGC(swapped), swapped, &cfg), 0);
+	assert_true(cfg.tcp_and_udp);
+	assert_int_equal(cfg.n_ports, 4);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcpudp-[::]-7100-7103");
+	/* UDP's half still needs -a or --udp-any-source. */
+	assert_int_equal(mmp_config_parse(ARGC(no_a), no_a, &cfg), -EINVAL);
+	assert_int_equal(mmp_config_parse(ARGC(bad), bad, &cfg), -EINVAL);
+	assert_int_equal(mmp_config_parse(ARGC(last_wins), last_wins, &cfg), 0);
+	assert_false(cfg.tcp_and_udp);
+	assert_false(mmp_config_serves(&cfg, IPPROTO_UDP));
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8443");
+	/* stats and cleanup with -p tcp,udp -l find the combined instance's directory. */
+	assert_int_equal(mmp_config_parse(ARGC(stats), stats, &cfg), 0);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcpudp-0_0_0_0-7000");
+	assert_int_equal(mmp_config_parse(ARGC(cleanup), cleanup, &cfg), 0);
+	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcpudp-0_0_0_0-7000");
+}
+
 /* TC filter identities: the legacy default keeps its fixed ones; UDP's sort ahead of every tc engine filter. */
 static void test_tc_identity(void **state)
 {
@@ -265,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_xdp_options),
 		cmocka_unit_test(test_udp_needs_allow_list),
+		cmocka_unit_test(test_tcp_and_udp),
 		cmocka_unit_test(test_keepalive_and_idle),
 	};
 

@@ -35,11 +35,13 @@
 #define SYN 0x02
 #define ACK 0x10
 
+#define TCP_UDP 0x100 /* -p tcp,udp: gate_proto TCP, gate_proto2 UDP */
+
 enum frag { NO_FRAG, FIRST_FRAG, LATER_FRAG };
 
 struct gate_case {
 	const char *name;
-	int listen_proto; /* the gate's protocol: IPPROTO_TCP or IPPROTO_UDP */
+	int listen_proto; /* the gate's protocol: IPPROTO_TCP, IPPROTO_UDP or TCP_UDP */
 	const char *listen; /* NULL: any destination; else the one address judged */
 	int family; /* 4 or 6 */
 	const char *src, *dst;
@@ -138,7 +140,8 @@ static void load(const struct gate_case *c)
 
 	skel = xdp_gate_bpf__open();
 	assert_non_null(skel);
-	skel->rodata->gate_proto = (uint8_t)c->listen_proto;
+	skel->rodata->gate_proto = c->listen_proto == TCP_UDP ? IPPROTO_TCP : (uint8_t)c->listen_proto;
+	skel->rodata->gate_proto2 = c->listen_proto == TCP_UDP ? IPPROTO_UDP : 0;
 	skel->rodata->port_lo = PORT;
 	skel->rodata->port_hi = PORT;
 	skel->rodata->match4 = skel->rodata->match6 = 1;
@@ -240,6 +243,12 @@ static const struct gate_case cases[] = {
 	{ "UDP6 from a source not allowed", U, NULL, 6, BAD6, D6, U, PORT, 0, 0, 0, NO_FRAG, 0, DROP },
 	{ "UDP to another port", U, NULL, 4, BAD4, D4, U, 53, 0, 0, 0, NO_FRAG, 0, OTHER },
 	{ "TCP SYN to a UDP gate: not judged", U, NULL, 4, BAD4, D4, T, PORT, SYN, 0, 0, NO_FRAG, 0, OTHER },
+	{ "tcp,udp gate: SYN not allowed", TCP_UDP, NULL, 4, BAD4, D4, T, PORT, SYN, 0, 0, NO_FRAG, 0, DROP },
+	{ "tcp,udp gate: UDP not allowed", TCP_UDP, NULL, 4, BAD4, D4, U, PORT, 0, 0, 0, NO_FRAG, 0, DROP },
+	{ "tcp,udp gate: UDP6 not allowed", TCP_UDP, NULL, 6, BAD6, D6, U, PORT, 0, 0, 0, NO_FRAG, 0, DROP },
+	{ "tcp,udp gate: UDP allowed", TCP_UDP, NULL, 4, OK4, D4, U, PORT, 0, 0, 0, NO_FRAG, 0, PASS },
+	{ "tcp,udp gate: SYN6 allowed", TCP_UDP, NULL, 6, OK6, D6, T, PORT, SYN, 0, 0, NO_FRAG, 0, PASS },
+	{ "tcp,udp gate: ICMP not judged", TCP_UDP, NULL, 4, BAD4, D4, IPPROTO_ICMP, 0, 0, 0, 0, NO_FRAG, 0, OTHER },
 	{ "runt (10 bytes): refused by test_run", T, NULL, 4, BAD4, D4, T, PORT, SYN, 0, 0, NO_FRAG, 10, BAD },
 	{ "VLAN tag cut short", T, NULL, 4, BAD4, D4, T, PORT, SYN, 0x8100, 0, NO_FRAG, 16, BAD },
 	{ "IPv4 header cut short", T, NULL, 4, BAD4, D4, T, PORT, SYN, 0, 0, NO_FRAG, 14 + 19, BAD },

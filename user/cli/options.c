@@ -10,6 +10,7 @@
 #include "cli/options.h"
 #include "lib/config.h"
 #include "lib/instance.h"
+#include "lib/protocols.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "lib/sockaddr.h"
@@ -91,7 +92,9 @@ static const struct opt_desc {
 	  "UDP without -a: accept headers from every source (a spoofed datagram then opens flows and has "
 	  "replies sent anywhere; list your load balancers with -a instead)" },
 	{ "close-after", 'c', "SEC", RUN, "UDP idle flow timeout (default 60)" },
-	{ "protocol", 'p', "tcp|udp", RUN | CHECK | PINS, "(default tcp)" },
+	{ "protocol", 'p', "tcp|udp|tcp,udp", RUN | CHECK | PINS,
+	  "(default tcp); tcp,udp serves both on the same -l, sharing -a, the XDP gate, --metrics and one "
+	  "pin directory (UDP's rules apply to its half: -a or --udp-any-source)" },
 	{ "udp-header", OPT_UDP_HEADER, "auto|every|first|spp", RUN,
 	  "UDP framing (default auto): a PROXY v2 header on every datagram (udppp), on a flow's first only "
 	  "(Spectrum), or Cloudflare SPP on every datagram and reply" },
@@ -447,12 +450,14 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 			cfg->close_after_s = (int)v;
 			break;
 		case 'p':
-			if (!strcmp(optarg, "tcp"))
+			/* tcp,udp: TCP is the main protocol; run() starts UDP beside it (docs/DESIGN.md §13). */
+			cfg->tcp_and_udp = !strcmp(optarg, "tcp,udp") || !strcmp(optarg, "udp,tcp");
+			if (!strcmp(optarg, "tcp") || cfg->tcp_and_udp)
 				cfg->protocol = IPPROTO_TCP;
 			else if (!strcmp(optarg, "udp"))
 				cfg->protocol = IPPROTO_UDP;
 			else
-				return bad_option("-p", optarg, "expected tcp or udp");
+				return bad_option("-p", optarg, "expected tcp, udp or tcp,udp");
 			break;
 		case 'm':
 			if (parse_long(optarg, 0, UINT32_MAX, &v))
@@ -633,10 +638,12 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 	 * replies reflected to a victim. Safe by default; opt out explicitly
 	 * (docs/DESIGN.md §7b).
 	 */
-	if (cfg->command == MMP_CMD_RUN && cfg->protocol == IPPROTO_UDP && !cfg->allowed_path && !cfg->udp_any_source) {
-		fprintf(stderr, "mmproxy-bpf: -p udp without -a accepts spoofed datagrams from any source, which opens "
+	if (cfg->command == MMP_CMD_RUN && (cfg->protocol == IPPROTO_UDP || cfg->tcp_and_udp) && !cfg->allowed_path &&
+	    !cfg->udp_any_source) {
+		fprintf(stderr, "mmproxy-bpf: -p %s without -a accepts spoofed datagrams from any source, which opens "
 				"flows for anyone and reflects replies to any address: list your load balancers with "
-				"-a FILE, or pass --udp-any-source to accept every source\n");
+				"-a FILE, or pass --udp-any-source to accept every source\n",
+			cfg->tcp_and_udp ? "tcp,udp" : "udp");
 		return -EINVAL;
 	}
 	if (cfg->command == MMP_CMD_RUN || cfg->command == MMP_CMD_CHECK) {
@@ -653,7 +660,7 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 	 * derive it only when told -l; otherwise they look for instances.
 	 */
 	if (!cfg->pin_dir && (cfg->command == MMP_CMD_RUN || cfg->command == MMP_CMD_CHECK || listen_given)) {
-		mmp_instance_pin_dir(cfg->protocol, &cfg->listen, cfg->listen_port_hi, cfg->pin_dir_derived,
+		mmp_instance_pin_dir(mmp_config_protocol_name(cfg), &cfg->listen, cfg->listen_port_hi, cfg->pin_dir_derived,
 				     sizeof(cfg->pin_dir_derived));
 		cfg->pin_dir = cfg->pin_dir_derived;
 	}

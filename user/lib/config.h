@@ -54,7 +54,8 @@ struct mmp_config {
 	const char *allowed_endpoints_path; /* --allowed-endpoints, NULL: no endpoint policy */
 	bool strip_stacked; /* --strip-stacked: a second PROXY header is read too (docs/DESIGN.md §12) */
 	int close_after_s; /* -c: UDP idle timeout */
-	int protocol; /* -p: IPPROTO_TCP or IPPROTO_UDP */
+	int protocol; /* -p: IPPROTO_TCP or IPPROTO_UDP; IPPROTO_TCP with tcp_and_udp */
+	bool tcp_and_udp; /* -p tcp,udp: one instance serves both on -l (docs/DESIGN.md §13) */
 	uint32_t mark; /* -m, 0: no SO_MARK */
 	int listeners; /* --listeners */
 	int header_timeout_ms;

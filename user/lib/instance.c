@@ -59,7 +59,7 @@ static void netns_suffix(char *buf, size_t len)
 		closedir(d);
 }
 
-void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, uint16_t port_hi, char *buf,
+void mmp_instance_pin_dir(const char *protocol, const struct sockaddr_storage *listen, uint16_t port_hi, char *buf,
 			  size_t len)
 {
 	char addr[MMP_ADDRSTRLEN + 8], ns[300];
@@ -80,7 +80,7 @@ void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, u
 	if (port_hi != port_lo)
 		snprintf(addr + strlen(addr), sizeof(addr) - strlen(addr), "-%u", port_hi);
 	netns_suffix(ns, sizeof(ns));
-	snprintf(buf, len, "%s/%s-%s%s", MMP_PIN_ROOT, protocol == IPPROTO_UDP ? "udp" : "tcp", addr, ns);
+	snprintf(buf, len, "%s/%s-%s%s", MMP_PIN_ROOT, protocol, addr, ns);
 	for (char *c = buf + strlen(MMP_PIN_ROOT); *c; c++)
 		if (*c == '.')
 			*c = '_';

@@ -23,10 +23,11 @@ struct mmp_tc_id {
 };
 
 /*
- * "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8443", "…/udp-[::]-53" into buf; a
- * port range (port_hi, host order, above listen's port) adds "-HI".
+ * "/sys/fs/bpf/mmproxy-bpf/tcp-0_0_0_0-8443", "…/udp-[::]-53" into buf
+ * (protocol: "tcp", "udp" or "tcpudp", lib/protocols.h); a port range
+ * (port_hi, host order, above listen's port) adds "-HI".
  */
-void mmp_instance_pin_dir(int protocol, const struct sockaddr_storage *listen, uint16_t port_hi, char *buf,
+void mmp_instance_pin_dir(const char *protocol, const struct sockaddr_storage *listen, uint16_t port_hi, char *buf,
 			  size_t len);
 
 /* The TC filters of the tc engine (IPPROTO_TCP) or the UDP fast path (IPPROTO_UDP) for pin_dir. */

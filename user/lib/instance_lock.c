@@ -9,6 +9,7 @@
 #include "lib/instance_lock.h"
 #include "lib/log.h"
 #include "lib/netns_lock.h"
+#include "lib/protocols.h"
 
 #define PIN_LOCK_PREFIX "pin:"
 
@@ -30,13 +31,29 @@ static bool attaches_filters(const struct mmp_config *cfg)
 	return cfg->engine == MMP_ENGINE_AUTO || cfg->engine == MMP_ENGINE_TC;
 }
 
-int mmp_instance_lock(const struct mmp_config *cfg, struct mmp_instance_lock *l)
+/* The lock on the TC filter identity that cfg->protocol attaches with, into *fd (-1 when it attaches none). */
+static int lock_filters(const struct mmp_config *cfg, int *fd)
 {
 	struct mmp_tc_id id = mmp_instance_tc_id(cfg->protocol, cfg->pin_dir);
+	char name[64], holder[320];
+
+	if (!attaches_filters(cfg))
+		return 0;
+	filter_lock_name(id, name, sizeof(name));
+	*fd = mmp_netns_lock(name, holder, sizeof(holder));
+	if (*fd == -EADDRINUSE)
+		pr_err("another mmproxy-bpf instance attaches TC filters with pref %u handle 0x%x in this network namespace (%s), the same as %s would: give this one another --pin-dir",
+		       id.prio, id.handle, holder, cfg->pin_dir);
+	return *fd < 0 ? *fd : 0;
+}
+
+int mmp_instance_lock(const struct mmp_config *cfg, struct mmp_instance_lock *l)
+{
 	char name[PATH_MAX + 16], holder[320];
+	struct mmp_config udp;
 	int err;
 
-	l->pin_fd = l->filter_fd = -1;
+	l->pin_fd = l->filter_fd = l->udp_filter_fd = -1;
 	pin_lock_name(cfg->pin_dir, name, sizeof(name));
 	/* Errors other than -EADDRINUSE were logged by mmp_netns_lock, with their fix. */
 	l->pin_fd = mmp_netns_lock(name, holder, sizeof(holder));
@@ -47,16 +64,15 @@ int mmp_instance_lock(const struct mmp_config *cfg, struct mmp_instance_lock *l)
 			       cfg->pin_dir, holder);
 		goto fail;
 	}
-	if (!attaches_filters(cfg))
-		return 0;
-	filter_lock_name(id, name, sizeof(name));
-	l->filter_fd = mmp_netns_lock(name, holder, sizeof(holder));
-	if (l->filter_fd < 0) {
-		err = l->filter_fd;
-		if (err == -EADDRINUSE)
-			pr_err("another mmproxy-bpf instance attaches TC filters with pref %u handle 0x%x in this network namespace (%s), the same as %s would: give this one another --pin-dir",
-			       id.prio, id.handle, holder, cfg->pin_dir);
+	err = lock_filters(cfg, &l->filter_fd);
+	if (err)
 		goto fail;
+	/* -p tcp,udp: the UDP fast path's filters too, a second identity (other handle and priorities). */
+	if (cfg->tcp_and_udp) {
+		mmp_config_for_protocol(cfg, IPPROTO_UDP, &udp);
+		err = lock_filters(&udp, &l->udp_filter_fd);
+		if (err)
+			goto fail;
 	}
 	return 0;
 fail:
@@ -70,7 +86,9 @@ void mmp_instance_unlock(struct mmp_instance_lock *l)
 		close(l->pin_fd);
 	if (l->filter_fd >= 0)
 		close(l->filter_fd);
-	l->pin_fd = l->filter_fd = -1;
+	if (l->udp_filter_fd >= 0)
+		close(l->udp_filter_fd);
+	l->pin_fd = l->filter_fd = l->udp_filter_fd = -1;
 }
 
 bool mmp_instance_running_here(const char *pin_dir, char *holder, size_t holder_len)

@@ -16,6 +16,7 @@
 struct mmp_instance_lock {
 	int pin_fd; /* "pin:DIR" */
 	int filter_fd; /* "tc:HANDLE:PRIO", -1 when no TC filter is attached (engine splice) */
+	int udp_filter_fd; /* -p tcp,udp: the UDP fast path's "tc:HANDLE:PRIO" beside TCP's, or -1 */
 };
 
 /* Returns 0, or -EADDRINUSE / -errno after one log line naming the other instance and the fix. */

@@ -11,10 +11,15 @@
 
 int mmp_pin_map(const char *dir, struct bpf_map *map)
 {
+	return mmp_pin_map_as(dir, map, bpf_map__name(map));
+}
+
+int mmp_pin_map_as(const char *dir, struct bpf_map *map, const char *name)
+{
 	char path[PATH_MAX];
 	int err;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (unlink(path) && errno != ENOENT) {
 		err = -errno;
 		pr_err("failed to remove stale pin %s: %s", path, strerror(-err));

@@ -11,6 +11,8 @@ struct bpf_map;
  * after logging.
  */
 int mmp_pin_map(const char *dir, struct bpf_map *map);
+/* The same at DIR/<name>: two copies of one program's map in one directory. */
+int mmp_pin_map_as(const char *dir, struct bpf_map *map, const char *name);
 /* Open the map pinned at DIR/<name>: an fd, or a negative value (errno set). */
 int mmp_open_pin(const char *dir, const char *name);
 /* Remove DIR/<name>; absent is fine. */

@@ -106,8 +106,13 @@ int mmp_port_lock(const struct mmp_config *cfg, int *lock_fd)
 	*lock_fd = -1;
 	lock_name(&ours, name, sizeof(name));
 	fd = mmp_netns_lock(name, holder, sizeof(holder));
-	if (fd == -EADDRINUSE && ours.hi == mmp_sa_port(&ours.addr))
-		return 0; /* a single port as another's: the pin directory's lock judges, as before ranges */
+	/*
+	 * A single port as another's: the pin directory's lock judges, as before
+	 * ranges. Not for -p tcp,udp, whose directory ("tcpudp-") differs from
+	 * a -p tcp or -p udp instance's on the same -l: refused here instead.
+	 */
+	if (fd == -EADDRINUSE && ours.hi == mmp_sa_port(&ours.addr) && !cfg->tcp_and_udp)
+		return 0;
 	if (fd == -EADDRINUSE) {
 		pr_err("another mmproxy-bpf instance serves the same ports (%s): stop it, or give this one another -l range",
 		       holder);

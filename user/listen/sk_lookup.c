@@ -20,7 +20,21 @@ struct mmp_sk_lookup {
 	struct sk_lookup_bpf *skel;
 	struct bpf_link *link;
 	char pin_dir[PATH_MAX - 64]; /* room for "/NAME" in a PATH_MAX buffer */
+	const char *map_pin, *link_pin; /* names in pin_dir (pin_names) */
 };
+
+/*
+ * -p tcp,udp has one sk_lookup program per protocol in one pin directory:
+ * UDP's pins take a suffix so that the names do not collide (docs/DESIGN.md
+ * §13). `cleanup` removes every mmp_* pin, so it finds these too.
+ */
+static void pin_names(struct mmp_sk_lookup *s, const struct mmp_config *cfg)
+{
+	bool second = cfg->tcp_and_udp && cfg->protocol == IPPROTO_UDP;
+
+	s->map_pin = second ? MMP_SK_LISTENERS_MAP "_udp" : MMP_SK_LISTENERS_MAP;
+	s->link_pin = second ? MMP_SK_LOOKUP_LINK "_udp" : MMP_SK_LOOKUP_LINK;
+}
 
 /* The listen address and ports as the program's rodata, as the XDP gate judges them. */
 static void set_listen(struct sk_lookup_bpf *skel, const struct mmp_config *cfg)
@@ -57,7 +71,7 @@ static int attach_here(struct mmp_sk_lookup *s)
 	if (!s->link)
 		return -errno;
 	/* Pinned so that `cleanup` can detach it after a SIGKILL (an unpinned link would die with us too). */
-	snprintf(path, sizeof(path), "%s/%s", s->pin_dir, MMP_SK_LOOKUP_LINK);
+	snprintf(path, sizeof(path), "%s/%s", s->pin_dir, s->link_pin);
 	unlink(path); /* a killed predecessor's: unpinning detaches it */
 	err = bpf_link__pin(s->link, path);
 	if (err)
@@ -74,6 +88,7 @@ int mmp_sk_lookup_open(const struct mmp_config *cfg, struct mmp_sk_lookup **out)
 	if (!s)
 		return -ENOMEM;
 	snprintf(s->pin_dir, sizeof(s->pin_dir), "%s", cfg->pin_dir);
+	pin_names(s, cfg);
 	s->skel = sk_lookup_bpf__open();
 	if (!s->skel) {
 		err = -errno;
@@ -90,7 +105,7 @@ int mmp_sk_lookup_open(const struct mmp_config *cfg, struct mmp_sk_lookup **out)
 		pr_debug("sk_lookup: attaching to the network namespace failed: %s", strerror(-err));
 		goto fail;
 	}
-	err = mmp_pin_map(s->pin_dir, s->skel->maps.mmp_sk_listeners);
+	err = mmp_pin_map_as(s->pin_dir, s->skel->maps.mmp_sk_listeners, s->map_pin);
 	if (err)
 		goto fail;
 	*out = s;
@@ -108,7 +123,7 @@ int mmp_sk_lookup_add(struct mmp_sk_lookup *s, int id, int fd)
 	if (bpf_map__update_elem(s->skel->maps.mmp_sk_listeners, &key, sizeof(key), &value, sizeof(value), BPF_ANY)) {
 		int err = -errno;
 
-		pr_err("failed to add listener %d to %s/%s: %s", id, s->pin_dir, MMP_SK_LISTENERS_MAP, strerror(-err));
+		pr_err("failed to add listener %d to %s/%s: %s", id, s->pin_dir, s->map_pin, strerror(-err));
 		return err;
 	}
 	return 0;
@@ -123,7 +138,7 @@ void mmp_sk_lookup_close(struct mmp_sk_lookup *s)
 		bpf_link__destroy(s->link); /* detaches: the last reference */
 	}
 	if (s->skel && s->skel->maps.mmp_sk_listeners && bpf_map__is_pinned(s->skel->maps.mmp_sk_listeners))
-		mmp_unpin(s->pin_dir, MMP_SK_LISTENERS_MAP);
+		mmp_unpin(s->pin_dir, s->map_pin);
 	sk_lookup_bpf__destroy(s->skel);
 	free(s);
 }

@@ -59,11 +59,12 @@ static const struct mmp_cap_need run_needs[] = {
 	{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN", MMP_FEAT_XDP_DISPATCHER, "libxdp's dispatcher detach at exit" },
 };
 
-unsigned int mmp_features_configured(const struct mmp_config *cfg)
+/* What the data path of one protocol (cfg->protocol) uses. */
+static unsigned int protocol_features(const struct mmp_config *cfg, int protocol)
 {
-	unsigned int f = MMP_FEAT_UPSTREAM;
+	unsigned int f = 0;
 
-	if (cfg->protocol == IPPROTO_UDP) {
+	if (protocol == IPPROTO_UDP) {
 		/* auto and tc try the fast path; splice and sockmap relay in userspace. */
 		if (cfg->engine == MMP_ENGINE_AUTO || cfg->engine == MMP_ENGINE_TC)
 			f |= MMP_FEAT_UDP_FAST;
@@ -72,6 +73,15 @@ unsigned int mmp_features_configured(const struct mmp_config *cfg)
 	} else if (cfg->engine == MMP_ENGINE_SOCKMAP) {
 		f |= MMP_FEAT_SOCKMAP;
 	}
+	return f;
+}
+
+unsigned int mmp_features_configured(const struct mmp_config *cfg)
+{
+	unsigned int f = MMP_FEAT_UPSTREAM | protocol_features(cfg, cfg->protocol);
+
+	if (cfg->tcp_and_udp) /* -p tcp,udp: both data paths */
+		f |= protocol_features(cfg, IPPROTO_UDP);
 	if (cfg->n_xdp_ifaces)
 		f |= MMP_FEAT_XDP_GATE;
 	if (cfg->mark)

@@ -63,6 +63,8 @@ static const char *mode_name(enum xdp_attach_mode m)
 static void set_listen(struct xdp_gate_bpf *skel, const struct mmp_config *cfg)
 {
 	skel->rodata->gate_proto = (__u8)cfg->protocol;
+	/* One gate per interface judges both protocols of -p tcp,udp: a second one could not attach there. */
+	skel->rodata->gate_proto2 = cfg->tcp_and_udp ? IPPROTO_UDP : 0;
 	if (cfg->listen.ss_family == AF_INET) {
 		const struct sockaddr_in *sin = (const void *)&cfg->listen;
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * UDP mode (-p udp): set up the shared state and one listener thread per
- * --listeners, write the totals to mmp_udp_cnt once a second until a signal
- * comes, then stop the threads, close every flow and remove the pins.
+ * UDP mode (-p udp, and the UDP half of -p tcp,udp): set up the shared state
+ * and one listener thread per --listeners; main.c writes the totals to
+ * mmp_udp_cnt once a second (mmp_udp_run_tick) until a signal comes, then
+ * the close stops the threads, closes every flow and removes the pins.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include "lib/log.h"
 #include "policy/quota.h"
 #include "lib/notify.h"
@@ -18,6 +20,7 @@
 #include "udp/fast/udp_fast.h"
 #include "lib/sockaddr.h"
 #include "listen/port_range.h"
+#include "listen/port_steer.h"
 #include "udp/udp.h"
 #include "policy/privileges.h"
 #include "udp/fast/udp_maps.h"
@@ -109,120 +112,153 @@ static void log_totals(const struct mmp_udp_counters *c)
 	pr_info("udp drops:%s", line[1]);
 }
 
-/* Until SIGINT/SIGTERM: the totals to mmp_udp_cnt once a second; SIGHUP reloads -a. Returns the signal. */
-static int wait_for_signal(struct udp_shared *sh, struct mmp_policy *policy, const struct udp_worker *w, int n,
-			   const sigset_t *sigs)
-{
-	const struct timespec second = { .tv_sec = 1 };
-	struct mmp_udp_counters c;
-
-	for (;;) {
-		int sig = sigtimedwait(sigs, NULL, &second);
-
-		if (sig == SIGHUP) {
-			/* Only new flows are checked: an open flow keeps going until it idles out. */
-			mmp_policy_reload(policy);
-			continue;
-		}
-		if (sig > 0)
-			return sig;
-		sum_counters(sh, w, n, &c);
-		udp_maps_put_counters(sh->maps, &c);
-	}
-}
-
-int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const struct mmp_port_steer *steer,
-		const sigset_t *sigs, int (*setup_done)(void *arg, unsigned int features), void *arg)
-{
-	struct udp_shared sh = { .cfg = cfg, .policy = policy, .steer = steer };
-	char l[MMP_ADDRSTRLEN + 8], t4[MMP_ADDRSTRLEN + 8], t6[MMP_ADDRSTRLEN + 8];
-	struct mmp_udp_counters totals;
+struct mmp_udp_run {
+	struct udp_shared sh;
+	struct mmp_port_steer steer;
 	struct udp_worker *w;
-	bool want_fast;
-	int err, sig, inited = 0;
+	int inited; /* workers initialised, so udp_worker_stop can free them */
+};
 
-	sh.max_flows = flow_limit(cfg->listeners);
-	sh.seed = random_seed();
-	/* One load balancer address cannot take every flow (docs/DESIGN.md §7a). */
-	err = mmp_quota_open(cfg->udp_max_flows_per_lb < sh.max_flows ? cfg->udp_max_flows_per_lb : sh.max_flows,
-			     sh.seed ^ 0x5eedULL, &sh.per_lb);
-	if (err) {
-		pr_err("UDP mode: out of memory for the per-load-balancer flow table");
+/*
+ * --engine auto (the default) and tc: the kernel moves established IPv4
+ * flows. Measured with bench/run.sh (50 flows, 1200 B): request/response
+ * at 0.99 of no proxy against 0.61 for the userspace relay, with half
+ * the CPU per datagram; tc insists on it, auto falls back to the relay.
+ * splice and sockmap, TCP's engines, mean the userspace relay alone.
+ */
+static int open_fast_path(struct mmp_udp_run *r)
+{
+	const struct mmp_config *cfg = r->sh.cfg;
+	bool want_fast = cfg->engine == MMP_ENGINE_AUTO || cfg->engine == MMP_ENGINE_TC;
+	int err;
+
+	err = udp_maps_open(cfg->pin_dir, r->sh.max_flows, want_fast, &r->sh.maps);
+	if (err || !want_fast)
+		return err;
+	err = udp_fast_open(cfg, r->sh.maps, &r->sh.fast);
+	if (err && cfg->engine == MMP_ENGINE_TC) {
+		pr_err("UDP mode: --engine tc needs the in-kernel fast path, which is not available here: %s (use --engine auto to relay in userspace)",
+		       strerror(-err));
 		return err;
 	}
-	sh.idle_ns = (uint64_t)cfg->close_after_s * 1000000000ULL;
-	/*
-	 * --engine auto (the default) and tc: the kernel moves established IPv4
-	 * flows. Measured with bench/run.sh (50 flows, 1200 B): request/response
-	 * at 0.99 of no proxy against 0.61 for the userspace relay, with half
-	 * the CPU per datagram; tc insists on it, auto falls back to the relay.
-	 * splice and sockmap, TCP's engines, mean the userspace relay alone.
-	 */
-	want_fast = cfg->engine == MMP_ENGINE_AUTO || cfg->engine == MMP_ENGINE_TC;
-	err = udp_maps_open(cfg->pin_dir, sh.max_flows, want_fast, &sh.maps);
 	if (err)
-		goto out_quota;
-	if (want_fast) {
-		err = udp_fast_open(cfg, sh.maps, &sh.fast);
-		if (err && cfg->engine == MMP_ENGINE_TC) {
-			pr_err("UDP mode: --engine tc needs the in-kernel fast path, which is not available here: %s (use --engine auto to relay in userspace)",
-			       strerror(-err));
-			goto out_maps;
-		}
-		if (err)
-			pr_info("UDP fast path not available (%s): relaying every datagram in userspace", strerror(-err));
-		err = 0;
-	}
-	if (cfg->listeners > 1) {
-		err = udp_registry_open(cfg->listeners, sh.seed, &sh.reg);
+		pr_info("UDP fast path not available (%s): relaying every datagram in userspace", strerror(-err));
+	return 0;
+}
+
+static int init_workers(struct mmp_udp_run *r)
+{
+	int n = r->sh.cfg->listeners;
+
+	if (n > 1) {
+		int err = udp_registry_open(n, r->sh.seed, &r->sh.reg);
+
 		if (err) {
 			pr_err("UDP mode: failed to set up the listener threads' registry: %s", strerror(-err));
-			goto out_maps;
+			return err;
 		}
 	}
-	w = calloc(cfg->listeners, sizeof(*w));
-	if (!w) {
-		err = -ENOMEM;
-		goto out_registry;
-	}
-	for (int i = 0; i < cfg->listeners; i++) {
-		err = udp_worker_init(&w[i], i, &sh);
-		inited = i + 1; /* initialised, so udp_worker_stop can free it */
+	r->w = calloc(n, sizeof(*r->w));
+	if (!r->w)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		int err = udp_worker_init(&r->w[i], i, &r->sh);
+
+		r->inited = i + 1;
 		if (err)
-			goto out_workers;
+			return err;
 	}
-	err = setup_done(arg, sh.fast ? MMP_FEAT_UDP_FAST : 0);
+	return 0;
+}
+
+int mmp_udp_run_open(const struct mmp_config *cfg, const struct mmp_policy *policy, struct mmp_udp_run **out)
+{
+	struct mmp_udp_run *r = calloc(1, sizeof(*r));
+	int err;
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->sh.cfg = cfg;
+	r->sh.policy = policy;
+	r->sh.steer = &r->steer;
+	r->sh.max_flows = flow_limit(cfg->listeners);
+	r->sh.seed = random_seed();
+	r->sh.idle_ns = (uint64_t)cfg->close_after_s * 1000000000ULL;
+	/* One load balancer address cannot take every flow (docs/DESIGN.md §7a). */
+	err = mmp_quota_open(cfg->udp_max_flows_per_lb < r->sh.max_flows ? cfg->udp_max_flows_per_lb : r->sh.max_flows,
+			     r->sh.seed ^ 0x5eedULL, &r->sh.per_lb);
+	if (err) {
+		pr_err("UDP mode: out of memory for the per-load-balancer flow table");
+		goto fail;
+	}
+	/* A port range: sk_lookup, or one socket per port (docs/DESIGN.md §8). */
+	err = mmp_port_steer_open(cfg, &r->steer);
 	if (err)
-		goto out_workers;
+		goto fail;
+	err = open_fast_path(r);
+	if (err)
+		goto fail;
+	err = init_workers(r);
+	if (err)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	mmp_udp_run_close(r);
+	return err;
+}
+
+unsigned int mmp_udp_run_features(const struct mmp_udp_run *r)
+{
+	return r->sh.fast ? MMP_FEAT_UDP_FAST : 0;
+}
+
+int mmp_udp_run_start(struct mmp_udp_run *r)
+{
+	const struct mmp_config *cfg = r->sh.cfg;
+	char l[MMP_ADDRSTRLEN + 8], t4[MMP_ADDRSTRLEN + 8], t6[MMP_ADDRSTRLEN + 8];
+
 	for (int i = 0; i < cfg->listeners; i++) {
-		err = udp_worker_start(&w[i]);
+		int err = udp_worker_start(&r->w[i]);
+
 		if (err)
-			goto out_workers;
+			return err;
 	}
 	pr_info("listening on udp %s with %d listeners, --udp-header %s, idle flows close after %d s, up to %u flows, %s; IPv4 upstream %s, IPv6 upstream %s",
 		mmp_fmt_port_range(&cfg->listen, cfg->listen_port_hi, l), cfg->listeners, header_mode_name(cfg->udp_header),
-		cfg->close_after_s, sh.max_flows,
-		sh.fast ? "flows moved in the kernel (fast path)" : "every datagram relayed in userspace",
+		cfg->close_after_s, r->sh.max_flows,
+		r->sh.fast ? "flows moved in the kernel (fast path)" : "every datagram relayed in userspace",
 		mmp_fmt_port_range(&cfg->target4, cfg->target4_port_hi, t4),
 		mmp_fmt_port_range(&cfg->target6, cfg->target6_port_hi, t6));
+	return 0;
+}
 
-	mmp_notify_ready("listening (udp)");
-	sig = wait_for_signal(&sh, policy, w, cfg->listeners, sigs);
-	mmp_notify_stopping();
-	pr_info("received %s: closing the udp listeners and flows", strsignal(sig));
-	err = 0;
-out_workers:
-	for (int i = 0; i < inited; i++)
-		udp_worker_stop(&w[i]);
-	sum_counters(&sh, w, inited, &totals);
-	log_totals(&totals);
-	free(w);
-out_registry:
-	udp_registry_close(sh.reg);
-out_maps:
-	udp_fast_close(sh.fast);
-	udp_maps_close(sh.maps);
-out_quota:
-	mmp_quota_close(sh.per_lb);
-	return err;
+void mmp_udp_run_tick(struct mmp_udp_run *r)
+{
+	struct mmp_udp_counters c;
+
+	sum_counters(&r->sh, r->w, r->inited, &c);
+	udp_maps_put_counters(r->sh.maps, &c);
+}
+
+void mmp_udp_run_close(struct mmp_udp_run *r)
+{
+	struct mmp_udp_counters totals;
+
+	if (!r)
+		return;
+	for (int i = 0; i < r->inited; i++)
+		udp_worker_stop(&r->w[i]);
+	if (r->inited) {
+		sum_counters(&r->sh, r->w, r->inited, &totals);
+		log_totals(&totals);
+	}
+	free(r->w);
+	udp_registry_close(r->sh.reg);
+	udp_fast_close(r->sh.fast);
+	udp_maps_close(r->sh.maps);
+	mmp_port_steer_close(&r->steer);
+	mmp_quota_close(r->sh.per_lb);
+	free(r);
 }

@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* UDP mode (-p udp). */
+/*
+ * UDP mode's run (-p udp, and the UDP half of -p tcp,udp): the same five
+ * steps as TCP's (tcp/tcp_run.h), so that main.c runs either or both.
+ */
 #ifndef MMP_UDP_H
 #define MMP_UDP_H
 
-#include <signal.h>
 #include "lib/config.h"
 
 struct mmp_policy;
-struct mmp_port_steer;
+struct mmp_udp_run;
 
 /*
- * Run the UDP proxy until one of the signals in *sigs arrives (they are
- * blocked in every thread; wait for them with sigwait or a signalfd).
- * Returns 0 on a clean stop, or a negative errno after logging.
+ * Everything but the threads: the flow tables, the port steering, the fast
+ * path (--engine auto and tc) and the listeners' sockets. Returns 0 or a
+ * negative errno after logging (*out is then NULL).
  */
-/*
- * setup_done(arg, features) is called once set-up is done, before any
- * listener thread starts, with MMP_FEAT_UDP_FAST (policy/privileges.h) when the
- * kernel fast path is on; nonzero stops the run.
- */
-int mmp_udp_run(const struct mmp_config *cfg, struct mmp_policy *policy, const struct mmp_port_steer *steer,
-		const sigset_t *sigs, int (*setup_done)(void *arg, unsigned int features), void *arg);
+int mmp_udp_run_open(const struct mmp_config *cfg, const struct mmp_policy *policy, struct mmp_udp_run **out);
+/* MMP_FEAT_UDP_FAST (policy/privileges.h) when the kernel fast path is on. */
+unsigned int mmp_udp_run_features(const struct mmp_udp_run *r);
+/* Start the listener threads and log the start-up line. Returns 0 or a negative errno. */
+int mmp_udp_run_start(struct mmp_udp_run *r);
+/* Once a second: the totals to mmp_udp_cnt, for stats and --metrics. */
+void mmp_udp_run_tick(struct mmp_udp_run *r);
+/* Stop the threads, close every flow, log the totals, remove the pins. NULL is fine. */
+void mmp_udp_run_close(struct mmp_udp_run *r);
 
 #endif
