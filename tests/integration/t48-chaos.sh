@@ -277,6 +277,14 @@ tcp_case() {
 	fi
 	case_note "$ok/$N exact, longest stall $stall ms, longest read gap $worst ms, link: $CHAOS_STR; the LB's TCP: ${NSTAT_D[TcpRetransSegs]} retransmits, ${NSTAT_D[TcpExtTCPTimeouts]} RTOs; $ms ms"
 	echo "# $T_ID TCP ($MMP_ENGINE): $(grep -c '^conn' "$out") streams, per stream: $(awk '/^conn / {printf "%s gap_down %s gap_up %s stall %s; ", $3, $10, $12, $14}' "$out")the LB's namespace: $NSTAT_STR; the proxy's (upstream sockets, and the proxy's own under splice and sockmap): $proxy_nstat"
+	# On the lossy link a last FIN or ACK may still be in retransmission when
+	# the tool exits, and ended entries linger 2 s before the collector takes
+	# them; a proxy stopped with flows in its maps keeps its pins for a
+	# successor, by design (CI once saw that). Wait for the map to empty.
+	for ((w = 0; w < 100; w++)); do
+		(($(tc_map_count "$MMP_PINDIR" mmp_tc_flows) <= 0)) && break
+		sleep 0.1
+	done
 	mmp_stop
 	case_end
 	if [[ ${#iface[@]} -eq 0 ]]; then
