@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target for the allowed-subnets file parser (user/allowlist.c).
+ * libFuzzer target for the allowed-subnets file parser (user/proto/allowlist.c).
  * The input is a whole file: it is read through mmp_allowlist_read from a
  * memfd (the real getline path), and each of its lines is also parsed by
  * mmp_cidr_parse_line from an exact-size heap copy. Checks:

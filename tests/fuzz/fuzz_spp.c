@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target for the Cloudflare SPP codec (user/udp_spp.c). Checks,
+ * libFuzzer target for the Cloudflare SPP codec (user/proto/udp_spp.c). Checks,
  * on an exact-size heap copy (ASan sees any read past len):
  *  - spp_decode succeeds exactly when the magic is there and len >= 38;
  *  - a decoded endpoint is AF_INET (IPv4-mapped on the wire) or AF_INET6;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target for the UDP datagram classifier (user/udp_classify.c),
+ * libFuzzer target for the UDP datagram classifier (user/udp/udp_classify.c),
  * with the PROXY v2 and SPP parsers under it, in every --udp-header mode,
  * with and without a v2 flow on the sender. On an exact-size heap copy:
  *  - the kind is one of enum udp_kind; a drop names a drop_* counter and a reason;

@@ -9,7 +9,7 @@
 # the rule, and be counted (totals: refused client). A loopback load balancer
 # may still name 127.0.0.1, and a remote one a real client.
 # Then a flood of 40 such headers in about a second: at most 5 lines a second
-# per reason, and one "suppressed" summary (user/tcp_log.c).
+# per reason, and one "suppressed" summary (user/tcp/tcp_log.c).
 # UDP has the same checks in t42-udp-policy.
 source "$(dirname "$0")/lib.sh"
 t_setup t21

@@ -3,7 +3,7 @@
 # segments (UDP_SEGMENT). The proxy's upstream socket has UDP_GRO on, so each
 # train arrives as one read of up to 128 replies; 64 such reads in one batch
 # are over 4096 replies, more than the reply path's pieces[] holds
-# (UDP_STAGE_MAX, user/udp_reply.c). The proxy is stopped (SIGSTOP) while
+# (UDP_STAGE_MAX, user/udp/udp_reply.c). The proxy is stopped (SIGSTOP) while
 # the upstream sends 100 trains, so that they are all queued before its next
 # read. Then every reply is counted, relayed, and the proxy still serves.
 # Under `make SANITIZE=1` UBSan reports the out-of-bounds index at once.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """gso-trains: an upstream that answers with GSO trains (UDP_SEGMENT), for
-the UDP reply path's bound on pieces[] (user/udp_reply.c).
+the UDP reply path's bound on pieces[] (user/udp/udp_reply.c).
 
   gso-trains.py -l 127.0.0.1:9000 --trains N [--seg-size B] [--min-segs 65]
                 [--max-segs 128] [--go-file PATH]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cmocka tests for the UDP flow table (user/udp/udp_flow.c), the endpoint key
- * (user/udp/udp_ep.c) and the log rate limiter (user/udp/udp_ratelimit.c).
+ * (user/udp/udp_ep.c) and the log rate limiter (user/lib/ratelimit.c).
  */
 #include <stdarg.h>
 #include <stddef.h>

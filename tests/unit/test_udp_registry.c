@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cmocka tests for the cross-thread client registry (user/udp_registry.c):
- * which thread holds a client, and the move rule of user/udp_flow_policy.h
+ * cmocka tests for the cross-thread client registry (user/udp/udp_registry.c):
+ * which thread holds a client, and the move rule of user/udp/udp_flow_policy.h
  * across threads: another load-balancer address takes a client only when
  * moves are allowed (-a); another port of the same address always does.
  */

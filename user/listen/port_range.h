@@ -3,7 +3,7 @@
  * Port ranges (docs/DESIGN.md §8): "-l ADDR:LO-HI" with "-4"/"-6" as a range
  * of the same size (listen port LO+k goes to upstream port ULO+k) or a
  * single port (every listen port to it). Pure: parsed and mapped here, served
- * by listen/listen_set.c.
+ * by listen/port_steer.c.
  */
 #ifndef MMP_PORT_RANGE_H
 #define MMP_PORT_RANGE_H

@@ -1,24 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the tc engine's files share. The hand-off (tc_handoff.c):
- *   1. eligible?  same family, timestamps, SACK, ECN; conn2's shift >= conn1's
- *   2. HOLD       TC forces window 0 on the proxy's segments: toward both
- *                 peers at the first attempt, then toward one peer first:
- *                 the direction it sends drains while the other still flows
- *                 (a peer that reads only while it can write keeps reading);
- *                 once that direction is quiet, toward both. An attempt that
- *                 ends without a switch reopens the held peers' windows
- *   3. quiet      SIOCINQ = SIOCOUTQ = 0 on both sockets and nothing buffered
- *                 by splice, twice; a held peer is sent a zero-window ACK
- *                 (staged: when it is held; both at once: at the first look)
- *   4. FREEZE     TC drops peer segments; TCP_REPAIR; read seq/ts/window state
- *   5. SPLICE     one map write with both directions' deltas
- *   6. close      both sockets, silently (repair mode)
- *   7. window updates to each peer, client first (raw socket)
- * A flow that is not eligible, or does not quiet down in time, stays on splice.
- * Files: tc_load.c (programs, pins, hooks), tc_flows.c (the flow table and its
- * GC), tc_handoff.c (the sequence above), tc_packet.c (raw segments),
- * tc_ops.c (the engine interface).
+ * What the tc engine's files share. The hand-off's steps (eligible, HOLD,
+ * quiet, FREEZE, SPLICE, close, window updates) are described once, in
+ * docs/DESIGN.md §3b; its file map is docs/DESIGN.md §2.
  */
 #ifndef MMP_TC_INTERNAL_H
 #define MMP_TC_INTERNAL_H
@@ -44,7 +28,7 @@ struct tc_bpf;
  * flow that pauses survives in a few ms; a flow that streams both ways does
  * not quiet down that way (an echo peer stops reading when it cannot write),
  * so it is given up soon and tried again at once in stages, one peer held
- * first (docs/DESIGN.md §3c, "staged HOLD"); later attempts back off.
+ * first (docs/DESIGN.md §3b, "Staged HOLD"); later attempts back off.
  */
 #define HOLD_BOTH_TIMEOUT_MS 40
 #define HOLD_TIMEOUT_MS 300
