@@ -21,7 +21,7 @@
 #     after the crash removes every filter (lo and the veth, which the default
 #     --iface hooks: every interface that is up) and every pin.
 #   4 two instances in one network namespace, with their own --pin-dir,
-#     listen port and upstream port (README: "one instance per directory"):
+#     listen port and upstream port (docs/USAGE.md: "one instance per directory"):
 #     a flow spliced by the first keeps running when the second starts (both
 #     attach to lo egress with the same handle and priority), and a flow
 #     through the second works too. Each is 1 MiB each way, paced over 4 s.

@@ -144,7 +144,7 @@ static const struct opt_desc {
 	{ "table", OPT_TABLE, "N", RUN | CHECK | ROUTING, "routing table for the transparent upstream (default 123)" },
 	{ "metrics", OPT_METRICS, "ADDR:PORT", RUN,
 	  "serve Prometheus metrics on http://ADDR:PORT/metrics (default: off)" },
-	{ "json", OPT_JSON, NULL, STATS, "one JSON object with stable keys (README: stats --json)" },
+	{ "json", OPT_JSON, NULL, STATS, "one JSON object with stable keys (docs/METRICS.md)" },
 	{ "watch", OPT_WATCH, NULL, STATS, "refresh every second with per-second rates, until Ctrl-C" },
 	{ "help", OPT_HELP, NULL, EVERY, "this text" },
 };

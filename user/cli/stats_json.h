@@ -7,7 +7,7 @@
 #include "metrics/snapshot.h"
 
 /*
- * One JSON object, keys documented in README.md ("stats --json"); a family
+ * One JSON object, keys documented in docs/METRICS.md; a family
  * the instance does not have (UDP totals in TCP mode, tc without the tc
  * engine) is null, so every key is always present.
  */

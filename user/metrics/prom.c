@@ -43,7 +43,7 @@ static void tcp_series(FILE *out, const struct mmp_snapshot *s)
 
 	if (!s->has[MMP_FAM_TCP])
 		return;
-	/* Totals of every listener thread: the control plane keeps no per-listener split (README). */
+	/* Totals of every listener thread: the control plane keeps no per-listener split (docs/METRICS.md). */
 	head(out, "mmproxy_connections_accepted_total", "counter", "TCP connections accepted from load balancers");
 	sample(out, "mmproxy_connections_accepted_total", NULL, t[MMP_TCP_CNT_accepted]);
 	head(out, "mmproxy_connections_refused_total", "counter", "TCP connections refused or closed before the upstream, by reason");

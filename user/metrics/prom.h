@@ -2,7 +2,7 @@
 /*
  * The Prometheus text exposition (format 0.0.4) of one snapshot: every
  * counter family generated from its X-macro list (mmproxy_<family>_<name>),
- * plus the labelled series README.md lists (connections, refusals by reason,
+ * plus the labelled series docs/METRICS.md lists (connections, refusals by reason,
  * hand-offs by outcome, bytes per engine, UDP datagrams by path, drops by
  * reason, XDP verdicts, reloads, the hand-off latency histogram).
  */
