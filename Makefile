@@ -101,6 +101,7 @@ test:
 TEST_ENGINES ?= splice sockmap tc
 
 test-root: deps all
+	@$(MAKE) --no-print-directory check-refs check-man
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory SANITIZE=1 unit-tests
 	@$(MAKE) --no-print-directory fuzz-tests
@@ -121,6 +122,16 @@ test-root: deps all
 # and undefined behaviour fail the run; leak reports are off here, since the test tools exit
 # without freeing what they hold.
 SAN_INTEGRATION_FILES ?= t01 t03 t06 t21 t30 t40
+
+# The docs against the tree: every path and DESIGN § cited exists (check-refs),
+# and the man page lists the options --help prints, with the same defaults
+# (check-man). Both are in `make test`; neither needs root.
+.PHONY: check-refs check-man
+check-refs:
+	@python3 scripts/check-refs.py
+
+check-man: $(BIN)
+	@python3 scripts/check-man-options.py $(BIN) docs/mmproxy-bpf.8
 
 demo:
 	@scripts/as-root.sh $(MAKE) --no-print-directory demo-root
