@@ -72,7 +72,9 @@ usage: bench/scale.sh [options]
   --interval S         seconds between one held connection's messages [$INTERVAL]
   --connrate-s S       seconds of each connection-rate run [$CONNRATE_S]
   --connrate-rounds N  connection-rate runs per phase, median kept [$CONNRATE_ROUNDS]
-  --configs LIST       mmproxy-bpf/ENGINE, go-mmproxy, mmproxy-rs [$CONFIGS]
+  --configs LIST       none, mmproxy-bpf/ENGINE, go-mmproxy, mmproxy-rs [$CONFIGS]
+                       (none: the generators connect straight to echo servers on the
+                       proxy's address, no header: what holding costs the kernel alone)
   --out DIR            where the results go [bench/results]
   --one-ns             generators on the proxy's lo too (the first runs; see above)
 Environment: MMPROXY_BPF, GO_MMPROXY, MMPROXY_RS override the binaries.
@@ -278,7 +280,7 @@ connrate() {
 	local out=$TMP/connrate-$1.out r json all=()
 	for ((r = 0; r < CONNRATE_ROUNDS; r++)); do
 		in_lb "$TOOLS/loadgen" -m connrate -c 50 -s 64 --threads 1 -T "$CONNRATE_S" --warmup 1 \
-			--proxy v1 --client-range 10.128.0.0/9 --client-offset "$CLIENT_OFFSET" \
+			--proxy "$HDR_CONNRATE" --client-range 10.128.0.0/9 --client-offset "$CLIENT_OFFSET" \
 			--source-range "$CONNRATE_SRC" --watch-pid "$PROXY_PID" -q "$PROXY_ADDR:$PORT_PROXY" >"$out" 2>&1 || true
 		json=$(sed -n 's/^JSON //p' "$out" | tail -n 1)
 		if [[ -z $json ]]; then
@@ -297,10 +299,38 @@ connrate() {
 	echo "$json"
 }
 
+# The "proxy" of the none configuration: echo servers on the proxy's ip:port
+# (one SO_REUSEPORT group, as many as the upstreams), reached without a header.
+# PROXY_PID is the first (its CPU and fds are sampled as a proxy's would be).
+NONE_PIDS=()
+start_none() {
+	local i
+	HDR_CONNRATE=none HDR_HOLD=none
+	for ((i = 0; i < UPSTREAMS; i++)); do
+		bg_ns "$TMP/none-$i.log" "$TOOLS/upstream" -m echo --threads 1 -l "$PROXY_ADDR:$PORT_PROXY"
+		wait_listen "$PORT_PROXY" "$BG_PID" || return 1
+		NONE_PIDS+=("$BG_PID")
+	done
+	PROXY_PID=${NONE_PIDS[0]}
+}
+
+stop_proxy() {
+	local pid
+	if ((${#NONE_PIDS[@]})); then
+		for pid in "${NONE_PIDS[@]}"; do stop_pid "$pid"; forget_pid "$pid"; done
+		NONE_PIDS=()
+		return
+	fi
+	stop_pid "$PROXY_PID"
+	forget_pid "$PROXY_PID"
+}
+
 start_proxy() {
 	local cfg=$1 max_flows=$(((CONNS * 5 / 4) > 65536 ? CONNS * 5 / 4 : 65536))
 	local -a cmd
+	HDR_CONNRATE=v1 HDR_HOLD=v2
 	case $cfg in
+	none) start_none; return ;;
 	mmproxy-bpf/*)
 		cmd=("$BIN" run -l "$PROXY_ADDR:$PORT_PROXY" -4 "127.0.0.1:$PORT_UP" --listeners 2 "${IFACE_ARGS[@]}"
 			--engine "${cfg#*/}" --pin-dir "$PIN_DIR" --tc-max-flows "$max_flows" -v 0) ;;
@@ -316,6 +346,7 @@ start_proxy() {
 # Why CFG cannot hold CONNS here, or nothing.
 why_not() {
 	case $1 in
+	none) ;;
 	mmproxy-bpf/tc) [[ -x $BIN ]] || echo "$BIN not built" ;;
 	mmproxy-bpf/*) [[ -x $BIN ]] || { echo "$BIN not built"; return; } ;;&
 	go-mmproxy) [[ -n $GO_MMPROXY ]] || { echo "go-mmproxy not installed"; return; } ;;&
@@ -363,7 +394,7 @@ run_config() {
 		# -T is only a bound: SIGTERM ends the measurement (and reports) sooner.
 		bg_lb "$TMP/hold-$i.out" "$TOOLS/loadgen" -m hold -c "$n" --interval "$INTERVAL" -s 64 --threads 1 \
 			--connect-rate "$(python3 -c "print($RAMP_RATE / $HOLDERS)")" -T 100000 --warmup 0 \
-			--proxy v2 --client-range 10.128.0.0/9 --client-offset "$((CLIENT_OFFSET + i * per))" \
+			--proxy "$HDR_HOLD" --client-range 10.128.0.0/9 --client-offset "$((CLIENT_OFFSET + i * per))" \
 			--source-range "$(holder_src "$i")" -q "$PROXY_ADDR:$PORT_PROXY"
 		holders+=("$BG_PID")
 	done
@@ -412,8 +443,7 @@ run_config() {
 	rm -f "$TMP"/hold-*.out
 	sleep 2 # the held flows' FINs
 	base1=$(connrate base-after)
-	stop_pid "$PROXY_PID"
-	forget_pid "$PROXY_PID"
+	stop_proxy
 	[[ -d $PIN_DIR ]] && rm -rf "$PIN_DIR"
 	jq -cn --arg c "$cfg" --argjson n "$CONNS" --argjson before "$before" --argjson held "$held" \
 		--argjson hold "$after_hold" --argjson b0 "$base0" --argjson bh "$base_held" --argjson b1 "$base1" \
