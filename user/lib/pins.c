@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "lib/handover.h"
 #include "lib/log.h"
 #include "lib/pins.h"
 
@@ -43,6 +44,9 @@ void mmp_unpin(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 
+	/* Handing over: the pin is the successor's now (docs/DESIGN.md §15). */
+	if (mmp_handing_over())
+		return;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	unlink(path);
 }

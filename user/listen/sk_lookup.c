@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "lib/handover.h"
 #include "lib/log.h"
 #include "lib/pins.h"
 #include "listen/port_range.h"
@@ -134,7 +135,9 @@ void mmp_sk_lookup_close(struct mmp_sk_lookup *s)
 	if (!s)
 		return;
 	if (s->link) {
-		bpf_link__unpin(s->link);
+		/* Handing over, the pin at that path is the successor's link (docs/DESIGN.md §15). */
+		if (!mmp_handing_over())
+			bpf_link__unpin(s->link);
 		bpf_link__destroy(s->link); /* detaches: the last reference */
 	}
 	if (s->skel && s->skel->maps.mmp_sk_listeners && bpf_map__is_pinned(s->skel->maps.mmp_sk_listeners))

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include "policy/allow_set.h"
 #include "policy/endpoint_policy.h"
+#include "lib/handover.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "lib/pins.h"
@@ -117,6 +118,9 @@ static int lock_pin_dir(struct mmp_policy *p)
 	}
 	if (flock(p->lock_fd, LOCK_EX | LOCK_NB)) {
 		err = -errno;
+		/* --takeover: the predecessor holds it until it exits; mmp_policy_lock_retry takes it then (§15). */
+		if (err == -EWOULDBLOCK && mmp_taking_over())
+			return 0;
 		if (err == -EWOULDBLOCK)
 			pr_err("another mmproxy-bpf instance, in another network namespace, is using %s (stop it, or give this one another -l or --pin-dir)",
 			       p->pin_dir);
@@ -291,6 +295,16 @@ bool mmp_policy_allowed(const struct mmp_policy *p, const struct sockaddr *sa)
 	return false;
 }
 
+int mmp_policy_lock_retry(struct mmp_policy *p)
+{
+	if (p->locked)
+		return 0;
+	if (flock(p->lock_fd, LOCK_EX | LOCK_NB))
+		return -errno;
+	p->locked = true;
+	return 0;
+}
+
 void mmp_policy_close(struct mmp_policy *p)
 {
 	if (!p)
@@ -301,8 +315,8 @@ void mmp_policy_close(struct mmp_policy *p)
 		mmp_unpin(p->pin_dir, MMP_ALLOW6_MAP);
 		policy_bpf__destroy(p->skel);
 	}
-	/* Only the instance holding the lock removes the directory. */
-	if (p->locked)
+	/* Only the instance holding the lock removes the directory; never one handing it over. */
+	if (p->locked && !mmp_handing_over())
 		rmdir(p->pin_dir);
 	if (p->lock_fd >= 0)
 		close(p->lock_fd);

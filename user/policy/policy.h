@@ -46,6 +46,8 @@ bool mmp_policy_endpoint_allowed(const struct mmp_policy *p, const struct pp_hea
 bool mmp_policy_allowed(const struct mmp_policy *p, const struct sockaddr *sa);
 
 /* Unpin the maps, remove the pin directory, free. NULL is fine. */
+/* --takeover: the pin directory's flock, once the predecessor let it go. 0, or -EWOULDBLOCK while it holds it. */
+int mmp_policy_lock_retry(struct mmp_policy *p);
 void mmp_policy_close(struct mmp_policy *p);
 
 /* Make sure the filesystem holding dir's parent is bpffs; mount /sys/fs/bpf if missing. */

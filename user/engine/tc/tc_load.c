@@ -18,6 +18,7 @@
 #include "core/loop.h"
 #include "engine/tc/tc_internal.h"
 #include "lib/config.h"
+#include "lib/handover.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 #include "mmp_tc.h"
@@ -357,6 +358,11 @@ void mmp_tc_unload(struct mmp_tc *tc, bool keep)
 {
 	if (!tc)
 		return;
+	/* Handing over: the successor adopted the maps and replaced the filters (docs/DESIGN.md §15). */
+	if (mmp_handing_over()) {
+		release(tc);
+		return;
+	}
 	/* Flows that already ended (FIN both ways, RST) need no successor. */
 	if (tc->skel && tc->flows_fd > 0)
 		mmp_tc_collect(tc, 0);
