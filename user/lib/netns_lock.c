@@ -193,6 +193,28 @@ bool mmp_netns_locked(const char *name, char *holder, size_t holder_len)
 	return held;
 }
 
+int mmp_netns_lock_holder(const char *name)
+{
+	char file[FILE_NAME_MAX + 32], buf[32] = "";
+	int dir = mmp_netns_dir_open(), fd, pid = -ENOENT;
+	ssize_t r;
+
+	if (dir < 0)
+		return dir;
+	escape(name, file, sizeof(file));
+	fd = open_existing(dir, file);
+	close(dir);
+	if (fd < 0)
+		return -ENOENT;
+	if (held_by_other(fd)) {
+		r = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[r > 0 ? r : 0] = 0;
+		pid = atoi(buf) > 0 ? atoi(buf) : -ESRCH;
+	}
+	close(fd);
+	return pid;
+}
+
 bool mmp_netns_locks_find(const char *prefix, bool (*fn)(const char *name, void *arg), void *arg)
 {
 	int dir = mmp_netns_dir_open();

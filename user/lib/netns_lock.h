@@ -29,6 +29,9 @@ int mmp_netns_lock_wait(const char *name);
 /* Whether some process holds NAME in this network namespace (holder as above). Takes nothing. */
 bool mmp_netns_locked(const char *name, char *holder, size_t holder_len);
 
+/* The pid that holds NAME (takes nothing): > 0, -ENOENT when none holds it, -ESRCH when it wrote no pid yet. */
+int mmp_netns_lock_holder(const char *name);
+
 /*
  * Call fn for each lock held in this namespace whose name starts with prefix
  * (names too long for a file name arrive shortened: only short names should
