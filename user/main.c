@@ -17,7 +17,10 @@
 #include "cli/cleanup.h"
 #include "cli/lo_sysctls_startup.h"
 #include "cli/options.h"
+#include "cli/takeover.h"
+#include "core/clock.h"
 #include "lib/config.h"
+#include "lib/handover.h"
 #include "lib/instance_lock.h"
 #include "lib/log.h"
 #include "lib/notify.h"
@@ -31,6 +34,7 @@
 #include "udp/udp.h"
 #include "lib/protocols.h"
 #include "lib/sockaddr.h"
+#include "listen/migrate_req.h"
 #include "listen/port_lock.h"
 #include "tcp/tcp_run.h"
 
@@ -147,33 +151,136 @@ static int finish_setup(const struct mmp_config *cfg, const struct mmp_xdp_gate 
 	return mmp_metrics_serve(metrics);
 }
 
-/* Until SIGINT/SIGTERM, which it returns: the totals once a second, for stats; SIGHUP reloads -a for both protocols. */
-static int serve_until_signal(struct runs *r, struct mmp_policy *policy, const sigset_t *sigs)
-{
-	for (;;) {
-		struct timespec second = { .tv_sec = 1 };
-		int sig;
+/*
+ * What run() holds besides the runs: --takeover (docs/DESIGN.md §15) takes
+ * the locks and the metrics port only once its predecessor has let them go.
+ */
+struct held {
+	const struct mmp_config *cfg;
+	struct mmp_policy *policy;
+	struct mmp_xdp_gate *gate;
+	struct mmp_metrics *metrics;
+	struct mmp_instance_lock lock;
+	int tcp_port_lock, udp_port_lock;
+	int predecessor; /* --takeover: its pid while it still holds what we need; 0 after */
+};
 
-		runs_tick(r);
-		sig = sigtimedwait(sigs, NULL, &second);
+/* --takeover: each lock once the predecessor let it go; 0 once everything is ours, else -EADDRINUSE. */
+static int takeover_finish(struct held *h)
+{
+	const struct mmp_config *cfg = h->cfg;
+	int err;
+
+	if (mmp_instance_take_serving(cfg->pin_dir, &h->lock))
+		return -EADDRINUSE;
+	if (h->lock.pin_fd < 0 && mmp_instance_lock_after_takeover(cfg, &h->lock))
+		return -EADDRINUSE;
+	if (h->tcp_port_lock < 0 && h->udp_port_lock < 0) {
+		err = port_locks(cfg, &h->tcp_port_lock, &h->udp_port_lock);
+		if (err)
+			return err;
+	}
+	if (mmp_policy_lock_retry(h->policy))
+		return -EADDRINUSE;
+	/* The predecessor's server held the port until it exited: scrapes had no answer while it drained. */
+	if (cfg->metrics && !h->metrics) {
+		err = mmp_metrics_start(&cfg->metrics_addr, cfg->pin_dir, h->policy, &h->metrics);
+		if (!err)
+			err = mmp_metrics_serve(h->metrics);
+		if (err)
+			pr_err("--takeover: no metrics on this run (%s); the predecessor's port is still taken",
+			       strerror(-err));
+	}
+	mmp_takeover_set(false);
+	pr_info("takeover done: pid %d has exited, the instance's locks are ours", h->predecessor);
+	h->predecessor = 0;
+	return 0;
+}
+
+/*
+ * Until SIGINT/SIGTERM or SIGUSR2 (taken over), which it returns: the
+ * totals once a second, for stats; SIGHUP reloads -a for both protocols.
+ * While a takeover waits for its predecessor, its locks are tried every
+ * 100 ms.
+ */
+static int serve_until_signal(struct runs *r, struct held *h, const sigset_t *sigs)
+{
+	uint64_t next_tick = 0;
+
+	for (;;) {
+		struct timespec wait = { .tv_sec = h->predecessor ? 0 : 1, .tv_nsec = h->predecessor ? 100000000 : 0 };
+		uint64_t now = mmp_now_ms();
+		int sig, err;
+
+		if (now >= next_tick) {
+			runs_tick(r);
+			next_tick = now + 1000;
+		}
+		if (h->predecessor) {
+			err = takeover_finish(h);
+			if (err && err != -EADDRINUSE)
+				return -1; /* a port overlap: logged */
+		}
+		sig = sigtimedwait(sigs, NULL, &wait);
 		/* One reload: both protocols read the same allow-list maps. UDP: only new flows are checked. */
 		if (sig == SIGHUP)
-			mmp_policy_reload(policy);
+			mmp_policy_reload(h->policy);
 		else if (sig > 0)
 			return sig;
 	}
 }
 
-static int run(const struct mmp_config *cfg)
+/*
+ * Taken over (SIGUSR2, docs/DESIGN.md §15): the successor listens already.
+ * Close our listeners (tcp_migrate_req moves their queues to its ones), let
+ * it have "serve:DIR", then serve what we hold until it ends, for at most
+ * --drain-timeout, or until SIGINT/SIGTERM. From the first step on nothing
+ * the successor uses is removed at exit (lib/handover.h).
+ */
+static void hand_over(struct runs *r, struct held *h, const sigset_t *sigs)
+{
+	const struct mmp_config *cfg = h->cfg;
+	uint64_t start = mmp_now_ms(), deadline = start + (uint64_t)cfg->drain_timeout_s * 1000;
+	int migrate = mmp_migrate_req_on();
+	unsigned long left;
+
+	mmp_handover_begin();
+	mmp_takeover_set(false);
+	mmp_tcp_run_drain(r->tcp);
+	while (!mmp_tcp_run_listeners_closed(r->tcp) && mmp_now_ms() < start + 2000)
+		usleep(1000);
+	mmp_instance_stop_serving(&h->lock);
+	pr_info("taken over: listeners closed; draining %lu connections for at most %d s",
+		mmp_tcp_run_active(r->tcp), cfg->drain_timeout_s);
+	/*
+	 * A half-open request whose ACK is still on its way migrates when it
+	 * lands, only while the sysctl is on: keep it on a moment, whatever is left.
+	 */
+	while ((left = mmp_tcp_run_active(r->tcp)) > 0 || mmp_now_ms() < start + 1000) {
+		struct timespec tenth = { .tv_nsec = 100000000 };
+		int sig;
+
+		if (left && mmp_now_ms() >= deadline) {
+			pr_info("taken over: --drain-timeout reached, closing %lu connections", left);
+			break;
+		}
+		sig = sigtimedwait(sigs, NULL, &tenth);
+		if (sig == SIGINT || sig == SIGTERM) {
+			pr_info("received %s while draining: closing %lu connections", strsignal(sig), left);
+			break;
+		}
+	}
+	mmp_migrate_req_put_back(migrate);
+}
+
+static int run(const struct mmp_config *cfg, int argc, char **argv)
 {
 	static struct runs runs; /* two configurations: kept off the stack */
-	struct mmp_policy *policy = NULL;
-	struct mmp_xdp_gate *gate = NULL;
-	struct mmp_metrics *metrics = NULL;
-	struct mmp_instance_lock lock;
+	struct held h = { .cfg = cfg, .tcp_port_lock = -1, .udp_port_lock = -1,
+			  .lock = { .pin_fd = -1, .filter_fd = -1, .udp_filter_fd = -1, .serve_fd = -1 } };
 	char status[32];
 	sigset_t sigs;
-	int err, sig, tcp_port_lock = -1, udp_port_lock = -1;
+	int err, sig;
 
 	/*
 	 * Signals go to this thread only (sigwait below); workers inherit the
@@ -184,6 +291,7 @@ static int run(const struct mmp_config *cfg)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP); /* reload -a (systemctl reload) */
+	sigaddset(&sigs, SIGUSR2); /* taken over: run --takeover (docs/DESIGN.md §15) */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
 
@@ -192,38 +300,46 @@ static int run(const struct mmp_config *cfg)
 	if (err)
 		return err;
 
-	/* Before any pin or filter: nothing of another instance is touched when we are refused. */
-	err = mmp_instance_lock(cfg, &lock);
-	if (err)
-		return err;
-	/* Overlapping port ranges (docs/DESIGN.md §8), one lock per protocol served. */
-	err = port_locks(cfg, &tcp_port_lock, &udp_port_lock);
-	if (err)
-		goto out_lock;
-	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &policy);
+	if (cfg->takeover) {
+		/* Its locks stay the predecessor's until it exits: takeover_finish takes them then. */
+		h.predecessor = mmp_takeover_find(cfg, argc, argv);
+		if (h.predecessor < 0)
+			return h.predecessor;
+		mmp_takeover_set(true);
+	} else {
+		/* Before any pin or filter: nothing of another instance is touched when we are refused. */
+		err = mmp_instance_lock(cfg, &h.lock);
+		if (err)
+			return err;
+		/* Overlapping port ranges (docs/DESIGN.md §8), one lock per protocol served. */
+		err = port_locks(cfg, &h.tcp_port_lock, &h.udp_port_lock);
+		if (err)
+			goto out_lock;
+	}
+	err = mmp_policy_open(cfg->pin_dir, cfg->allowed_path, &h.policy);
 	if (err)
 		goto out_lock;
 	if (cfg->allowed_endpoints_path) {
-		err = mmp_policy_open_endpoints(policy, cfg->allowed_endpoints_path);
+		err = mmp_policy_open_endpoints(h.policy, cfg->allowed_endpoints_path);
 		if (err)
 			goto out_policy;
 	}
 	mmp_lo_sysctls_at_start(cfg);
 	/* After the tries are filled: attached earlier, the gate would drop every allowed source too. */
-	err = mmp_xdp_gate_open(cfg, &gate);
+	err = mmp_xdp_gate_open(cfg, &h.gate);
 	if (err)
 		goto out_policy;
-	/* Scrapes read the pins (docs/DESIGN.md §6), so one server serves both protocols. */
-	if (cfg->metrics) {
-		err = mmp_metrics_start(&cfg->metrics_addr, cfg->pin_dir, policy, &metrics);
+	/* Scrapes read the pins (docs/DESIGN.md §6), so one server serves both protocols. A takeover's waits. */
+	if (cfg->metrics && !cfg->takeover) {
+		err = mmp_metrics_start(&cfg->metrics_addr, cfg->pin_dir, h.policy, &h.metrics);
 		if (err)
 			goto out_policy;
 	}
 
-	err = runs_open(cfg, policy, &runs);
+	err = runs_open(cfg, h.policy, &runs);
 	if (err)
 		goto out_runs;
-	err = finish_setup(cfg, gate, metrics, runs_features(&runs));
+	err = finish_setup(cfg, h.gate, h.metrics, runs_features(&runs));
 	if (err)
 		goto out_runs;
 	err = runs_start(&runs);
@@ -232,29 +348,44 @@ static int run(const struct mmp_config *cfg)
 
 	snprintf(status, sizeof(status), "listening (%s)", cfg->tcp_and_udp ? "tcp,udp" : mmp_config_protocol_name(cfg));
 	mmp_notify_ready(status);
-	sig = serve_until_signal(&runs, policy, &sigs);
+	/* Our listeners are live and in its SO_REUSEPORT group: the predecessor may close its own. */
+	if (cfg->takeover)
+		mmp_takeover_signal(h.predecessor);
+	sig = serve_until_signal(&runs, &h, &sigs);
 	mmp_notify_stopping();
-	pr_info("received %s: closing listeners, connections and flows", strsignal(sig));
 	err = 0;
+	if (sig == SIGUSR2) {
+		hand_over(&runs, &h, &sigs);
+	} else if (sig > 0) {
+		pr_info("received %s: closing listeners, connections and flows", strsignal(sig));
+	} else {
+		err = -EADDRINUSE;
+	}
 out_runs:
-	runs_close(&runs, err);
+	/* Taken over, the engines keep every map entry and filter: the successor's now. */
+	runs_close(&runs, err || mmp_handing_over());
 out_policy:
-	mmp_metrics_stop(metrics);
-	mmp_xdp_gate_close(gate);
-	mmp_policy_close(policy);
+	mmp_metrics_stop(h.metrics);
+	mmp_xdp_gate_close(h.gate);
+	mmp_policy_close(h.policy);
 out_lock:
-	if (tcp_port_lock >= 0)
-		close(tcp_port_lock);
-	if (udp_port_lock >= 0)
-		close(udp_port_lock);
-	mmp_instance_unlock(&lock);
+	if (h.tcp_port_lock >= 0)
+		close(h.tcp_port_lock);
+	if (h.udp_port_lock >= 0)
+		close(h.udp_port_lock);
+	mmp_instance_unlock(&h.lock);
 	return err;
 }
 
 int main(int argc, char **argv)
 {
 	struct mmp_config cfg;
+	/* As given: getopt may reorder argv, and --takeover compares them with its predecessor's. */
+	char **given = calloc((size_t)argc + 1, sizeof(*given));
 
+	if (!given)
+		return 1;
+	memcpy(given, argv, (size_t)argc * sizeof(*argv));
 	if (mmp_config_parse(argc, argv, &cfg))
 		return 2;
 	mmp_log_setup_libbpf();
@@ -285,7 +416,7 @@ int main(int argc, char **argv)
 	case MMP_CMD_CLEANUP_ROUTING:
 		return mmp_routing_cleanup(cfg.route_table) ? 1 : 0;
 	case MMP_CMD_RUN:
-		return run(&cfg) ? 1 : 0;
+		return run(&cfg, argc, given) ? 1 : 0;
 	}
 	return 0;
 }

@@ -45,6 +45,8 @@ enum long_only_opts {
 	OPT_STRIP_STACKED,
 	OPT_IDLE_TIMEOUT,
 	OPT_KEEPALIVE,
+	OPT_TAKEOVER,
+	OPT_DRAIN_TIMEOUT,
 	OPT_HELP,
 };
 
@@ -131,6 +133,12 @@ static const struct opt_desc {
 	  "tc: a new flow runs on splice for MS before its hand-off to the kernel, so short connections skip "
 	  "its cost (default 20, 0 = at once)" },
 	{ "detach", OPT_DETACH, NULL, RUN, "tc: on exit remove filters and pins even if flows remain" },
+	{ "takeover", OPT_TAKEOVER, NULL, RUN,
+	  "TCP: replace the running instance with these same flags without losing a connection: start serving, "
+	  "then tell it to drain and exit (an upgrade: run the new binary with --takeover)" },
+	{ "drain-timeout", OPT_DRAIN_TIMEOUT, "SEC", RUN,
+	  "TCP, once taken over: serve the flows still held in userspace for at most SEC, then exit (default "
+	  "60, 0 = exit at once; tc flows in the kernel are adopted, not drained)" },
 	{ "xdp-iface", OPT_XDP_IFACE, "IF[,IF...]", RUN | CHECK,
 	  "drop SYNs/datagrams from sources outside -a in XDP on these interfaces (default none)" },
 	{ "xdp-mode", OPT_XDP_MODE, "native|skb", RUN, "XDP attach mode (default native, else skb)" },
@@ -368,6 +376,7 @@ static void set_defaults(struct mmp_config *cfg)
 	cfg->keepalive_intvl_s = 10;
 	cfg->keepalive_cnt = 6;
 	cfg->tc_handoff_delay_ms = 20;
+	cfg->drain_timeout_s = 60;
 }
 
 /* --keepalive IDLE[,INTVL,CNT], the kernel's limits (TCP_KEEPIDLE etc.); "0" turns it off. Returns 0 or -EINVAL. */
@@ -536,6 +545,14 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 		case OPT_DETACH:
 			cfg->detach = true;
 			break;
+		case OPT_TAKEOVER:
+			cfg->takeover = true;
+			break;
+		case OPT_DRAIN_TIMEOUT:
+			if (parse_long(optarg, 0, 86400, &v))
+				return bad_option("--drain-timeout", optarg, "seconds, 0 to 86400");
+			cfg->drain_timeout_s = (int)v;
+			break;
 		case OPT_IDLE_TIMEOUT:
 			if (parse_long(optarg, 0, 86400 * 30, &v))
 				return bad_option("--idle-timeout", optarg, "seconds, 0 for never");
@@ -644,6 +661,19 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 				"flows for anyone and reflects replies to any address: list your load balancers with "
 				"-a FILE, or pass --udp-any-source to accept every source\n",
 			cfg->tcp_and_udp ? "tcp,udp" : "udp");
+		return -EINVAL;
+	}
+	/* UDP flows hold per-flow sockets in this process: no successor could take them (docs/DESIGN.md §15). */
+	if (cfg->takeover && (cfg->protocol == IPPROTO_UDP || cfg->tcp_and_udp)) {
+		fprintf(stderr, "mmproxy-bpf: --takeover serves -p tcp only (UDP flows cannot move to another process): "
+				"restart a UDP instance the usual way, or drop --takeover\n");
+		return -EINVAL;
+	}
+	/* Two XDP programs cannot share an interface the way two reuseport listeners do. */
+	if (cfg->takeover && cfg->n_xdp_ifaces) {
+		fprintf(stderr, "mmproxy-bpf: --takeover with --xdp-iface is not supported (both processes would "
+				"attach the gate): restart an instance with the XDP gate the usual way, or drop "
+				"--takeover\n");
 		return -EINVAL;
 	}
 	if (cfg->command == MMP_CMD_RUN || cfg->command == MMP_CMD_CHECK) {

@@ -83,6 +83,8 @@ struct mmp_config {
 	int n_xdp_ifaces;
 	enum mmp_xdp_mode xdp_mode;
 	bool detach; /* on exit, remove filters and pins even if spliced flows remain */
+	bool takeover; /* --takeover: replace the running instance with the same flags (docs/DESIGN.md §15) */
+	int drain_timeout_s; /* taken over: serve userspace flows at most this long before exiting */
 	bool udp_any_source; /* --udp-any-source: UDP without -a is allowed (docs/DESIGN.md §7b) */
 	bool metrics; /* --metrics given */
 	struct sockaddr_storage metrics_addr; /* --metrics ADDR:PORT */

@@ -114,6 +114,25 @@ void mmp_tcp_run_tick(struct mmp_tcp_run *r)
 	mmp_counters_publish(&r->counters);
 }
 
+void mmp_tcp_run_drain(struct mmp_tcp_run *r)
+{
+	for (int i = 0; i < r->inited; i++)
+		mmp_worker_drain(&r->workers[i]);
+}
+
+bool mmp_tcp_run_listeners_closed(struct mmp_tcp_run *r)
+{
+	for (int i = 0; i < r->inited; i++)
+		if (!atomic_load(&r->workers[i].listeners_closed))
+			return false;
+	return true;
+}
+
+unsigned long mmp_tcp_run_active(const struct mmp_tcp_run *r)
+{
+	return mmp_counter(&r->counters, MMP_TCP_CNT_active);
+}
+
 void mmp_tcp_run_close(struct mmp_tcp_run *r, bool failed)
 {
 	if (!r)

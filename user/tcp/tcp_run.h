@@ -8,6 +8,7 @@
 #ifndef MMP_TCP_RUN_H
 #define MMP_TCP_RUN_H
 
+#include <stdbool.h>
 #include "lib/config.h"
 
 struct mmp_policy;
@@ -21,6 +22,12 @@ unsigned int mmp_tcp_run_features(const struct mmp_tcp_run *r);
 int mmp_tcp_run_start(struct mmp_tcp_run *r);
 /* Once a second: the totals to mmp_tcp_cnt, for stats and --metrics. */
 void mmp_tcp_run_tick(struct mmp_tcp_run *r);
+/* Taken over (docs/DESIGN.md §15): every thread closes its listeners and goes on serving its connections. */
+void mmp_tcp_run_drain(struct mmp_tcp_run *r);
+/* Whether every thread has closed its listeners since mmp_tcp_run_drain. */
+bool mmp_tcp_run_listeners_closed(struct mmp_tcp_run *r);
+/* Connections held in userspace, every state. */
+unsigned long mmp_tcp_run_active(const struct mmp_tcp_run *r);
 /*
  * Stop the threads, log the totals and free everything; failed: the run is
  * ending on an error, so the engines keep what the maps hold. NULL is fine.

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include "core/clock.h"
 #include "core/lifecycle.h"
@@ -160,6 +161,34 @@ static int open_listeners(struct mmp_worker *w, const struct mmp_config *cfg, co
 	return mmp_port_steer_add(steer, w->loop.id, w->listens[0].fd);
 }
 
+/*
+ * Taken over (docs/DESIGN.md §15): the listeners close in their own thread,
+ * so no accept runs on a closed fd. With net.ipv4.tcp_migrate_req the
+ * kernel moves what their queues hold to the successor's listeners of the
+ * same SO_REUSEPORT group; a port range's sockets leave the sk_lookup map
+ * as they close.
+ */
+static void on_drain(struct mmp_loop *loop, struct mmp_handler *h, uint32_t events)
+{
+	struct mmp_worker *w = mmp_worker_of(loop);
+
+	mmp_loop_del(loop, w->drain_fd);
+	for (int i = 0; i < w->n_listens; i++) {
+		mmp_loop_del(loop, w->listens[i].fd);
+		close(w->listens[i].fd);
+	}
+	w->n_listens = 0;
+	atomic_store(&w->listeners_closed, true);
+}
+
+void mmp_worker_drain(struct mmp_worker *w)
+{
+	uint64_t one = 1;
+
+	if (w->drain_fd >= 0 && write(w->drain_fd, &one, sizeof(one)) != sizeof(one))
+		pr_err("failed to wake listener thread %d: %s", w->loop.id, strerror(errno));
+}
+
 int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, const struct mmp_policy *policy,
 		    const struct mmp_port_steer *steer, const struct mmp_engines *engines,
 		    struct mmp_counters *counters)
@@ -167,7 +196,15 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 	int err;
 
 	memset(w, 0, sizeof(*w));
+	w->drain_fd = -1;
 	err = mmp_loop_open(&w->loop, id, cfg, counters);
+	if (err)
+		return err;
+	w->drain_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->drain_fd < 0)
+		return -errno;
+	w->drain.on_event = on_drain;
+	err = mmp_loop_add(&w->loop, w->drain_fd, &w->drain, EPOLLIN);
 	if (err)
 		return err;
 	w->policy = policy;
@@ -218,6 +255,9 @@ void mmp_worker_stop(struct mmp_worker *w)
 	free(w->listens);
 	w->listens = NULL;
 	w->n_listens = 0;
+	if (w->drain_fd >= 0)
+		close(w->drain_fd);
+	w->drain_fd = -1;
 	/* Connections first: their release may use the engines' loop state (sockmap's index). */
 	mmp_conn_close_all(&w->loop);
 	mmp_loop_close(&w->loop);

@@ -8,6 +8,7 @@
 #define MMP_WORKER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "core/loop.h"
 #include "engine/engine.h"
@@ -37,6 +38,9 @@ struct mmp_worker {
 	struct mmp_tcp_log log; /* rate limits of per-connection lines */
 	struct mmp_timer log_tick; /* the "suppressed" summaries, once a second while any is due */
 	struct mmp_timer idle_sweep; /* keepalive and --idle-timeout on established flows (tcp/idle.c) */
+	struct mmp_handler drain; /* drain_fd's: close the listeners, keep serving (docs/DESIGN.md §15) */
+	int drain_fd; /* eventfd: the main thread asks the loop to stop accepting */
+	atomic_bool listeners_closed;
 	pthread_t thread;
 };
 
@@ -50,6 +54,8 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 		    const struct mmp_port_steer *steer, const struct mmp_engines *engines,
 		    struct mmp_counters *counters);
 int mmp_worker_start(struct mmp_worker *w);
+/* Ask the worker to close its listeners and go on serving its connections (taken over). */
+void mmp_worker_drain(struct mmp_worker *w);
 /* Ask the worker to stop, join it, and free everything it owns. */
 void mmp_worker_stop(struct mmp_worker *w);
 
