@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# t62: `run --takeover` under load loses nothing (issue 27, "Restart test";
+# docs/DESIGN.md §15).
+#
+#   1 The proxy serves -l 127.0.0.1:7000-7001 (a port range: sk_lookup) with
+#     -4 127.0.0.1:9000-9001. Through port 7000, `loadgen -m connrate` opens
+#     new connections for the whole run, each one PROXY v2, one message
+#     echoed by `upstream -m echo` and checked byte for byte; through port
+#     7001, mmpt-bidir runs 8 long streams both ways, every byte checked
+#     (paced: they last past the last takeover). Meanwhile the proxy is taken
+#     over 5 times with `run --takeover` and the same flags, the 2nd and 4th
+#     time by another build (a copy of the binary at another path). Result:
+#     no connect error (refused), no reset, no wrong byte, every connection
+#     of loadgen echoed, every stream complete and byte-exact; every
+#     predecessor exits 0 once its streams ended; after the last instance's
+#     SIGTERM no pin is left and net.ipv4.tcp_migrate_req is back to its
+#     value before the test. Prints the longest connect+echo time loadgen saw
+#     (the longest accept gap is at most that).
+# Engines: splice (the streams stay in userspace: every predecessor drains
+# them) and tc (the streams are spliced in the kernel and adopted). sockmap
+# behaves as splice here and is skipped to keep CI short.
+#
+# On a build without --takeover (MMP_BIN=/work/main/build/mmproxy-bpf) each
+# takeover is the restart such a build offers, SIGTERM then a new start, and
+# the case fails: connections refused or reset, streams cut.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/tc-lib.sh"
+if [[ $MMP_FLAVOR != bpf || ($MMP_ENGINE != splice && $MMP_ENGINE != tc) ]]; then
+	echo "SKIP t62 takeover under load: engines splice and tc only (MMP_ENGINE=$MMP_ENGINE, $MMP_FLAVOR)"
+	exit 0
+fi
+BENCH_TOOLS=${MMP_BENCH_TOOLS:-$REPO_ROOT/build/bench}
+for tool in loadgen upstream; do
+	[[ -x $BENCH_TOOLS/$tool ]] || {
+		echo "FAIL t62 setup: $BENCH_TOOLS/$tool missing (make bench-tools)"
+		exit 1
+	}
+done
+[[ -x $MMP_TOOLS/mmpt-bidir ]] || {
+	echo "FAIL t62 setup: $MMP_TOOLS/mmpt-bidir missing (make integration-tools)"
+	exit 1
+}
+t_setup t62
+
+TAKEOVERS=5
+EVERY=4        # seconds between takeovers
+STREAMS=8
+STREAM_SIZE=$((20 << 20))
+STREAM_RATE=768K # each way: 20 MiB last about 27 s, past the last takeover
+RATE=200       # loadgen's new connections a second
+DURATION=$((TAKEOVERS * EVERY + 4))
+PIN=$(tc_pindir takeover)
+OTHER_BIN="$T_TMP/other-build/mmproxy-bpf"
+mkdir -p "${OTHER_BIN%/*}" && cp "$MMP_BIN" "$OTHER_BIN"
+migrate0=$(ns_exec "$TOPO_PROXY" cat /proc/sys/net/ipv4/tcp_migrate_req)
+if "$MMP_BIN" run --help 2>&1 | grep -q -- --takeover; then
+	HAS_TAKEOVER=1
+else
+	HAS_TAKEOVER=0
+	echo "# t62: $MMP_BIN has no --takeover: each takeover is SIGTERM then a new start"
+fi
+
+ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
+proc_start UP_PID "$T_TMP/upstream.log" "$TOPO_PROXY" "$BENCH_TOOLS/upstream" -m echo --threads 1 \
+	-l "127.0.0.1:$UP_PORT"
+wait_port "$TOPO_PROXY" "$UP_PORT" 10 "$UP_PID" || {
+	echo "FAIL t62 setup: upstream echo did not start: $(tail -n 3 "$T_TMP/upstream.log")"
+	exit 1
+}
+
+# proxy_cmd BIN: the instance's command line; every start and takeover uses the same flags.
+proxy_cmd() {
+	PROXY_CMD=("$1" run -l "127.0.0.1:$PROXY_PORT-$((PROXY_PORT + 1))" -4 "127.0.0.1:$UP_PORT-$((UP_PORT + 1))"
+		-6 "[::1]:$UP_PORT-$((UP_PORT + 1))" -v 1 --pin-dir "$PIN" --engine "$MMP_ENGINE"
+		--tc-handoff-delay 0 --listeners 2)
+}
+
+PROXY_PIDS=()
+PROXY_LOGS=()
+# proxy_start BIN [--takeover]: start an instance; PROXY_PIDS/PROXY_LOGS get it.
+proxy_start() {
+	local bin=$1 pid log
+	shift
+	proxy_cmd "$bin"
+	log="$T_TMP/proxy-${#PROXY_PIDS[@]}.log"
+	proc_start pid "$log" "$TOPO_PROXY" "${PROXY_CMD[@]}" "$@"
+	PROXY_PIDS+=("$pid")
+	PROXY_LOGS+=("$log")
+}
+
+case_begin "1 $TAKEOVERS takeovers (2 by another build) under connrate load and $STREAMS long streams: nothing refused, reset or wrong"
+cleanup_push "rm -rf '$PIN'"
+proxy_start "$MMP_BIN"
+MMP_PID=${PROXY_PIDS[0]}
+MMP_LOG=${PROXY_LOGS[0]}
+if ! wait_port "$TOPO_PROXY" "$PROXY_PORT" 10 "$MMP_PID"; then
+	case_fail "the proxy did not start: $(grep -v libbpf "$MMP_LOG" | tail -n 3 | tr '\n' ' ')"
+else
+	proc_start BIDIR_PID "$T_TMP/bidir.out" "$TOPO_PROXY" "$MMP_TOOLS/mmpt-bidir" -c "127.0.0.1:$((PROXY_PORT + 1))" \
+		-l "127.0.0.1:$((UP_PORT + 1))" -n "$STREAMS" --parallel "$STREAMS" --size "$STREAM_SIZE" \
+		--rate "$STREAM_RATE" --net 203.0.113. --port-base 24000 --timeout 80
+	proc_start LG_PID "$T_TMP/loadgen.out" "$TOPO_PROXY" "$BENCH_TOOLS/loadgen" -m connrate -c 8 \
+		--connect-rate "$RATE" -T "$DURATION" --warmup 0 --threads 1 -s 64 --proxy v2 \
+		--client-range 10.128.0.0/12 -q "127.0.0.1:$PROXY_PORT"
+	sleep 2
+	for ((i = 1; i <= TAKEOVERS; i++)); do
+		bin=$MMP_BIN
+		((i == 2 || i == 4)) && bin=$OTHER_BIN
+		prev=${PROXY_PIDS[-1]}
+		if ((HAS_TAKEOVER)); then
+			proxy_start "$bin" --takeover
+			wait_grep "${PROXY_LOGS[-1]}" "took over from pid $prev" 10 ||
+				case_fail "takeover $i: no 'took over from pid $prev' within 10 s: $(grep -v libbpf "${PROXY_LOGS[-1]}" | tail -n 2 | tr '\n' ' ')"
+		else
+			kill -TERM "$prev"
+			while proc_alive "$prev"; do sleep 0.05; done
+			proxy_start "$bin"
+			wait_port "$TOPO_PROXY" "$PROXY_PORT" 10 "${PROXY_PIDS[-1]}"
+		fi
+		sleep "$EVERY"
+	done
+	MMP_PID=${PROXY_PIDS[-1]}
+	MMP_LOG=${PROXY_LOGS[-1]}
+	while proc_alive "$LG_PID"; do sleep 0.2; done
+	while proc_alive "$BIDIR_PID"; do sleep 0.2; done
+	wait "$BIDIR_PID" 2>/dev/null
+	lg=$(sed -n 's/^JSON //p' "$T_TMP/loadgen.out")
+	if [[ -z $lg ]]; then
+		case_fail "loadgen printed no report: $(tail -n 2 "$T_TMP/loadgen.out" | tr '\n' ' ')"
+	else
+		read -r opened msgs cerr ioerr reset verr maxms < <(jq -r '[.conns_opened, .msgs, .connect_errors,
+			.io_errors, .io_reset, .verify_errors, (.lat_us.max / 1000 | floor)] | @tsv' <<<"$lg")
+		((cerr == 0)) || case_fail "$cerr connections refused (connect errors)"
+		((reset == 0)) || case_fail "$reset connections reset"
+		((ioerr == 0)) || case_fail "$ioerr connections with I/O errors (EOF or reset)"
+		((verr == 0)) || case_fail "$verr wrong bytes echoed"
+		((msgs > 0 && msgs + 8 >= opened)) || case_fail "$msgs of $opened connections echoed their message"
+		case_note "loadgen: $opened connections, $msgs echoed, longest connect+echo $maxms ms (bounds the longest accept gap)"
+	fi
+	summary=$(grep '^bidir ' "$T_TMP/bidir.out")
+	[[ $summary == "bidir ok $STREAMS failed 0 "* ]] ||
+		case_fail "streams: ${summary:-no summary} $(grep '^conn ' "$T_TMP/bidir.out" | grep -v ' ok down [0-9]* ok$' | head -n 2 | tr '\n' ' ')"
+	# Every predecessor exits 0 once what it drained has ended.
+	for ((i = 0; i < ${#PROXY_PIDS[@]} - 1; i++)); do
+		pid=${PROXY_PIDS[i]}
+		for ((w = 0; w < 100; w++)); do proc_alive "$pid" || break; sleep 0.1; done
+		if proc_alive "$pid"; then
+			case_fail "instance $i (pid $pid) still runs after its streams ended"
+		else
+			wait "$pid" 2>/dev/null
+			st=$?
+			((st == 0 || !HAS_TAKEOVER)) || case_fail "instance $i exited $st: $(grep -v libbpf "${PROXY_LOGS[i]}" | tail -n 2 | tr '\n' ' ')"
+		fi
+	done
+	proc_stop "$MMP_PID" 10
+	((PROC_STATUS == 0)) || case_fail "the last instance exited $PROC_STATUS on SIGTERM"
+	left=$(find "$PIN" -mindepth 1 2>/dev/null | tr '\n' ' ')
+	[[ -z $left ]] || case_fail "pins left after the last instance's exit: $left"
+	migrate1=$(ns_exec "$TOPO_PROXY" cat /proc/sys/net/ipv4/tcp_migrate_req)
+	[[ $migrate1 == "$migrate0" ]] || case_fail "net.ipv4.tcp_migrate_req is $migrate1 after the test, $migrate0 before"
+fi
+case_end
+
+t_finish
