@@ -16,6 +16,11 @@
 #     SIGTERM no pin is left and net.ipv4.tcp_migrate_req is back to its
 #     value before the test. Prints the longest connect+echo time loadgen saw
 #     (the longest accept gap is at most that).
+#   2 Bad takeovers (tests/BAD_INPUT.md): --takeover with no running
+#     instance, with other flags than the running one's, with -p udp; and a
+#     second start without --takeover. Each exits non-zero with one line
+#     naming the cause and the fix; the running instance keeps serving and
+#     exits 0 without leaving a pin.
 # Engines: splice (the streams stay in userspace: every predecessor drains
 # them) and tc (the streams are spliced in the kernel and adopted). sockmap
 # behaves as splice here and is skipped to keep CI short.
@@ -158,6 +163,57 @@ else
 	[[ -z $left ]] || case_fail "pins left after the last instance's exit: $left"
 	migrate1=$(ns_exec "$TOPO_PROXY" cat /proc/sys/net/ipv4/tcp_migrate_req)
 	[[ $migrate1 == "$migrate0" ]] || case_fail "net.ipv4.tcp_migrate_req is $migrate1 after the test, $migrate0 before"
+fi
+case_end
+
+case_begin "2 bad takeovers: one line naming cause and fix each, the running instance untouched; a duplicate without --takeover is still refused"
+if ((!HAS_TAKEOVER)); then
+	case_skip "$MMP_BIN has no --takeover"
+else
+	PIN=$(tc_pindir bad)
+	cleanup_push "rm -rf '$PIN'"
+	# expect_refused WHAT REGEX ARGS...: the start exits non-zero within 15 s with one error line matching REGEX.
+	expect_refused() {
+		local what=$1 re=$2 pid log
+		shift 2
+		BAD_N=$((${BAD_N:-0} + 1))
+		log="$T_TMP/bad-$BAD_N.log"
+		proc_start pid "$log" "$TOPO_PROXY" "$@"
+		for ((w = 0; w < 150; w++)); do proc_alive "$pid" || break; sleep 0.1; done
+		if proc_alive "$pid"; then
+			case_fail "$what: still running after 15 s"
+			proc_stop "$pid" 5
+			return
+		fi
+		wait "$pid" 2>/dev/null
+		st=$?
+		((st != 0)) || case_fail "$what: exit status 0"
+		grep -Eq -- "$re" "$log" || case_fail "$what: no line matching '$re': $(grep -v libbpf "$log" | tail -n 2 | tr '\n' ' ')"
+	}
+	proxy_cmd "$MMP_BIN"
+	expect_refused "--takeover with no instance" "--takeover: no mmproxy-bpf instance serves $PIN .*start this one without --takeover" \
+		"${PROXY_CMD[@]}" --takeover
+	proxy_start "$MMP_BIN"
+	MMP_PID=${PROXY_PIDS[-1]}
+	MMP_LOG=${PROXY_LOGS[-1]}
+	if ! wait_port "$TOPO_PROXY" "$PROXY_PORT" 10 "$MMP_PID"; then
+		case_fail "the proxy did not start: $(grep -v libbpf "$MMP_LOG" | tail -n 3 | tr '\n' ' ')"
+	else
+		proxy_cmd "$MMP_BIN"
+		expect_refused "--takeover with other flags" "--takeover: pid $MMP_PID serves $PIN with other flags .*give --takeover exactly its flags" \
+			"${PROXY_CMD[@]/--listeners/--header-timeout}" --takeover
+		expect_refused "a duplicate without --takeover" "another mmproxy-bpf instance uses $PIN" "${PROXY_CMD[@]}"
+		expect_refused "-p udp --takeover" "--takeover serves -p tcp only" "${PROXY_CMD[@]}" -p udp --udp-any-source --takeover
+		proc_alive "$MMP_PID" || case_fail "the running instance died"
+		grep -q "taken over" "$MMP_LOG" && case_fail "the running instance was told to hand over"
+		echo_out=$(ns_exec "$TOPO_PROXY" "$BENCH_TOOLS/loadgen" -m connrate -c 2 --connect-rate 50 -T 1 --warmup 0 \
+			--threads 1 -s 64 --proxy v2 --client-range 10.144.0.0/16 -q "127.0.0.1:$PROXY_PORT" 2>&1)
+		[[ $(sed -n 's/^JSON //p' <<<"$echo_out" | jq -r '.errors + .connect_errors') == 0 ]] ||
+			case_fail "the running instance no longer serves: $(tail -n 3 <<<"$echo_out" | tr '\n' ' ')"
+		proc_stop "$MMP_PID" 10
+		((PROC_STATUS == 0)) || case_fail "the instance exited $PROC_STATUS on SIGTERM"
+		[[ -z $(find "$PIN" -mindepth 1 2>/dev/null) ]] || case_fail "pins left: $(find "$PIN" -mindepth 1 | head -n 3 | tr '\n' ' ')"
+	fi
 fi
 case_end
 
