@@ -34,6 +34,7 @@
 #include "udp/udp.h"
 #include "lib/protocols.h"
 #include "lib/sockaddr.h"
+#include "listen/activated.h"
 #include "listen/migrate_req.h"
 #include "listen/port_lock.h"
 #include "tcp/tcp_run.h"
@@ -237,31 +238,32 @@ static int serve_until_signal(struct runs *r, struct held *h, const sigset_t *si
  * --drain-timeout, or until SIGINT/SIGTERM. From the first step on nothing
  * the successor uses is removed at exit (lib/handover.h).
  */
-static void hand_over(struct runs *r, struct held *h, const sigset_t *sigs)
+/* Close every listener, in its own thread; wait (2 s at most) until they are closed. */
+static void close_listeners(struct runs *r)
 {
-	const struct mmp_config *cfg = h->cfg;
-	uint64_t start = mmp_now_ms(), deadline = start + (uint64_t)cfg->drain_timeout_s * 1000;
-	int migrate = mmp_migrate_req_on();
-	unsigned long left;
+	uint64_t start = mmp_now_ms();
 
-	mmp_handover_begin();
-	mmp_takeover_set(false);
 	mmp_tcp_run_drain(r->tcp);
 	while (!mmp_tcp_run_listeners_closed(r->tcp) && mmp_now_ms() < start + 2000)
 		usleep(1000);
-	mmp_instance_stop_serving(&h->lock);
-	pr_info("taken over: listeners closed; draining %lu connections for at most %d s",
-		mmp_tcp_run_active(r->tcp), cfg->drain_timeout_s);
-	/*
-	 * A half-open request whose ACK is still on its way migrates when it
-	 * lands, only while the sysctl is on: keep it on a moment, whatever is left.
-	 */
-	while ((left = mmp_tcp_run_active(r->tcp)) > 0 || mmp_now_ms() < start + 1000) {
+}
+
+/*
+ * Serve what is held until it ends, --drain-timeout, or SIGINT/SIGTERM;
+ * at least min_ms in any case.
+ */
+static void drain(struct runs *r, const struct mmp_config *cfg, const sigset_t *sigs, uint64_t min_ms)
+{
+	uint64_t start = mmp_now_ms(), deadline = start + (uint64_t)cfg->drain_timeout_s * 1000;
+	unsigned long left;
+
+	pr_info("draining %lu connections for at most %d s", mmp_tcp_run_active(r->tcp), cfg->drain_timeout_s);
+	while ((left = mmp_tcp_run_active(r->tcp)) > 0 || mmp_now_ms() < start + min_ms) {
 		struct timespec tenth = { .tv_nsec = 100000000 };
 		int sig;
 
 		if (left && mmp_now_ms() >= deadline) {
-			pr_info("taken over: --drain-timeout reached, closing %lu connections", left);
+			pr_info("--drain-timeout reached: closing %lu connections", left);
 			break;
 		}
 		sig = sigtimedwait(sigs, NULL, &tenth);
@@ -270,6 +272,22 @@ static void hand_over(struct runs *r, struct held *h, const sigset_t *sigs)
 			break;
 		}
 	}
+}
+
+static void hand_over(struct runs *r, struct held *h, const sigset_t *sigs)
+{
+	int migrate = mmp_migrate_req_on();
+
+	mmp_handover_begin();
+	mmp_takeover_set(false);
+	close_listeners(r);
+	mmp_instance_stop_serving(&h->lock);
+	pr_info("taken over: listeners closed");
+	/*
+	 * A half-open request whose ACK is still on its way migrates when it
+	 * lands, only while the sysctl is on: keep it on a moment, whatever is left.
+	 */
+	drain(r, h->cfg, sigs, 1000);
 	mmp_migrate_req_put_back(migrate);
 }
 
@@ -296,6 +314,7 @@ static int run(const struct mmp_config *cfg, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN); /* EPIPE is handled where it happens */
 
 	raise_nofile();
+	mmp_activated(); /* takes LISTEN_FDS before any thread runs (it edits the environment) */
 	err = mmp_check_startup(cfg);
 	if (err)
 		return err;
@@ -356,6 +375,12 @@ static int run(const struct mmp_config *cfg, int argc, char **argv)
 	err = 0;
 	if (sig == SIGUSR2) {
 		hand_over(&runs, &h, &sigs);
+	} else if (sig > 0 && mmp_activated() && runs.tcp) {
+		/* The socket is the manager's: what arrives now waits in its queue for our successor (§15). */
+		pr_info("received %s: socket-activated, the listening socket stays queued in the service manager",
+			strsignal(sig));
+		close_listeners(&runs);
+		drain(&runs, cfg, &sigs, 0);
 	} else if (sig > 0) {
 		pr_info("received %s: closing listeners, connections and flows", strsignal(sig));
 	} else {

@@ -15,6 +15,7 @@
 #include "lib/config.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
+#include "listen/activated.h"
 #include "listen/port_steer.h"
 #include "proto/proxy_proto.h"
 #include "tcp/handshake.h"
@@ -32,6 +33,17 @@ static int make_listener(const struct sockaddr_storage *where, const struct mmp_
 	char addr[MMP_ADDRSTRLEN];
 	int one = 1, fd, err;
 
+	/* Socket activation: the manager's socket, which outlives us (docs/DESIGN.md §15). */
+	if (mmp_activated()) {
+		fd = mmp_activated_listener(where);
+		if (fd >= 0 && (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+				mmp_tcp_keepalive_set(fd, cfg))) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		return fd;
+	}
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -154,7 +166,9 @@ static int open_listeners(struct mmp_worker *w, const struct mmp_config *cfg, co
 			return w->listens[i].fd;
 		w->n_listens = i + 1; /* opened, so mmp_worker_stop closes it */
 		w->listens[i].handler.on_event = on_accept;
-		err = mmp_loop_add(&w->loop, w->listens[i].fd, &w->listens[i].handler, EPOLLIN);
+		/* Activated, every thread polls the one socket: wake one of them per connection, not all. */
+		err = mmp_loop_add(&w->loop, w->listens[i].fd, &w->listens[i].handler,
+				   EPOLLIN | (mmp_activated() ? EPOLLEXCLUSIVE : 0));
 		if (err)
 			return err;
 	}
