@@ -144,6 +144,7 @@ install: $(BIN)
 	install -D -m 0644 docs/mmproxy-bpf.8 $(DESTDIR)$(PREFIX)/share/man/man8/mmproxy-bpf.8
 	install -D -m 0644 scripts/mmproxy-bpf.service $(DESTDIR)/etc/systemd/system/mmproxy-bpf.service
 	install -D -m 0644 scripts/mmproxy-bpf@.service $(DESTDIR)/etc/systemd/system/mmproxy-bpf@.service
+	install -D -m 0644 scripts/mmproxy-bpf@.socket $(DESTDIR)/etc/systemd/system/mmproxy-bpf@.socket
 
 # make deb: dpkg-buildpackage writes its results next to the tree it builds,
 # so it builds a copy of the sources in DEB_DIR/src and the .deb lands in
