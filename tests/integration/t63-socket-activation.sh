@@ -68,7 +68,7 @@ wait_port "$TOPO_PROXY" "$UP_PORT" 10 "$UP_PID" || {
 # child's own pid (exec keeps it), which sd_listen_fds checks.
 cat >"$T_TMP/supervise.sh" <<'SUP'
 #!/usr/bin/env bash
-# supervise.sh DIR RESTARTS BIN OTHER_BIN EXEC_START ARGS
+# Arguments: DIR RESTARTS BIN OTHER_BIN EXEC_START ARGS
 dir=$1 restarts=$2 bin=$3 other=$4 exec_start=$5 args=$6
 for ((i = 0; i <= restarts; i++)); do
 	b=$bin
