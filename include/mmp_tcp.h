@@ -35,7 +35,11 @@
 	X(refused_endpoint, "refused endpoint",                                                                 \
 	  "connections refused: the PROXY header names no endpoint of --allowed-endpoints")                     \
 	X(pipe_fallbacks, "pipe fallbacks",                                                                     \
-	  "spliced connections copied through userspace: no pipe could be had (fs.pipe-user-pages-*, open files)")
+	  "spliced connections copied through userspace: no pipe could be had (fs.pipe-user-pages-*, open files)") \
+	X(steered, "steered",                                                                                   \
+	  "upstream connections beyond loopback whose replies are steered to the proxy by tuple")                  \
+	X(tc_beyond_loopback, "tc beyond loopback",                                                             \
+	  "flows the tc engine left on splice: their upstream is beyond loopback (no cross-interface splice yet)")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(name, label, desc) __u64 name;

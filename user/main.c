@@ -25,6 +25,7 @@
 #include "lib/log.h"
 #include "lib/notify.h"
 #include "policy/privileges.h"
+#include "steer/reply_steer.h"
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "cli/stats.h"
@@ -117,6 +118,7 @@ static int runs_start(struct runs *r)
 
 static void runs_tick(struct runs *r)
 {
+	mmp_steer_tick();
 	if (r->tcp)
 		mmp_tcp_run_tick(r->tcp);
 	if (r->udp)
@@ -355,6 +357,10 @@ static int run(const struct mmp_config *cfg, int argc, char **argv)
 			goto out_policy;
 	}
 
+	/* Before any connection: replies from an upstream beyond loopback (docs/DESIGN.md §14). */
+	err = mmp_steer_open(cfg);
+	if (err)
+		goto out_policy;
 	err = runs_open(cfg, h.policy, &runs);
 	if (err)
 		goto out_runs;
@@ -389,6 +395,7 @@ static int run(const struct mmp_config *cfg, int argc, char **argv)
 out_runs:
 	/* Taken over, the engines keep every map entry and filter: the successor's now. */
 	runs_close(&runs, err || mmp_handing_over());
+	mmp_steer_close();
 out_policy:
 	mmp_metrics_stop(h.metrics);
 	mmp_xdp_gate_close(h.gate);

@@ -58,6 +58,7 @@ struct mmp_conn {
 	struct mmp_conn *poll_prev, *poll_next; /* in the loop's poll list */
 	bool polling;
 	bool keepalive_set; /* the upstream socket has its keepalive (tcp/idle.c) */
+	uint64_t steer_owner; /* its reply tuple in mmp_reply_steer (steer/reply_steer.h); 0: none */
 };
 
 /* Doubly linked FIFO. Timeouts are constant per list, so FIFO order is deadline order. */

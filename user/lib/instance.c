@@ -20,6 +20,8 @@
 #define UDP_PRIO_LEGACY 0x4d40
 #define UDP_PRIO_BASE 0x2d00 /* 0x2d00..0x3cff: ahead of every tc engine filter (bpf/udp.bpf.c passes the rest) */
 #define PRIO_SPAN 0x1000
+#define STEER_HANDLE 0x4d52
+#define STEER_PRIO_BASE 0x1d00 /* 0x1d00..0x2cff: ahead of both, it only sets a mark and passes (docs/DESIGN.md §14) */
 
 static bool same_inode(const char *a, const char *b)
 {
@@ -103,4 +105,9 @@ struct mmp_tc_id mmp_instance_tc_id(int protocol, const char *pin_dir)
 	if (protocol == IPPROTO_UDP)
 		return (struct mmp_tc_id){ UDP_HANDLE, legacy ? UDP_PRIO_LEGACY : UDP_PRIO_BASE + fnv1a(pin_dir) % PRIO_SPAN };
 	return (struct mmp_tc_id){ TCP_HANDLE, legacy ? TCP_PRIO_LEGACY : TCP_PRIO_BASE + fnv1a(pin_dir) % PRIO_SPAN };
+}
+
+struct mmp_tc_id mmp_instance_steer_id(const char *pin_dir)
+{
+	return (struct mmp_tc_id){ STEER_HANDLE, STEER_PRIO_BASE + fnv1a(pin_dir) % PRIO_SPAN };
 }

@@ -32,5 +32,7 @@ void mmp_instance_pin_dir(const char *protocol, const struct sockaddr_storage *l
 
 /* The TC filters of the tc engine (IPPROTO_TCP) or the UDP fast path (IPPROTO_UDP) for pin_dir. */
 struct mmp_tc_id mmp_instance_tc_id(int protocol, const char *pin_dir);
+/* The reply-steering filter at the upstream's interface for pin_dir (docs/DESIGN.md §14). */
+struct mmp_tc_id mmp_instance_steer_id(const char *pin_dir);
 
 #endif

@@ -129,6 +129,13 @@ const char *mmp_fmt_map_addr(const struct mmp_addr *a, char *buf, size_t len)
 	return buf;
 }
 
+bool mmp_is_loopback_addr(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
 bool mmp_is_local_addr(const struct sockaddr_storage *ss)
 {
 	struct sockaddr_storage probe = *ss;

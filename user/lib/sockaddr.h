@@ -32,5 +32,7 @@ const char *mmp_fmt_map_addr(const struct mmp_addr *a, char *buf, size_t len);
 
 /* True when ss's address is configured on this host (in this network namespace). */
 bool mmp_is_local_addr(const struct sockaddr_storage *ss);
+/* 127.0.0.0/8 or ::1. */
+bool mmp_is_loopback_addr(const struct sockaddr_storage *ss);
 
 #endif

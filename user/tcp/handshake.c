@@ -23,6 +23,7 @@
 #include "tcp/handshake.h"
 #include "tcp/pending.h"
 #include "tcp/tcp_log.h"
+#include "steer/reply_steer.h"
 #include "tcp/upstream.h"
 #include "tcp/worker.h"
 
@@ -154,6 +155,13 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 		what = "choosing a local port that no spliced flow holds";
 	if (!fd && !src && pc.have_src)
 		src = (const struct sockaddr *)&pc.src;
+	/* An upstream beyond loopback: its replies are steered to us by tuple, recorded before the SYN (§14). */
+	if (!fd && c->src_addr.ss_family) {
+		what = "recording the reply tuple for steering";
+		fd = mmp_steer_add(IPPROTO_TCP, src, (const struct sockaddr *)c->target, &c->steer_owner);
+		if (c->steer_owner)
+			mmp_count(w->loop.counters, MMP_TCP_CNT_steered, 1);
+	}
 	if (!fd)
 		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->loop.cfg->mark, pc.mss, &what);
 	if (fd < 0) {

@@ -18,6 +18,7 @@
 #include "listen/activated.h"
 #include "listen/port_steer.h"
 #include "proto/proxy_proto.h"
+#include "steer/reply_steer.h"
 #include "tcp/handshake.h"
 #include "tcp/idle.h"
 #include "tcp/pending.h"
@@ -130,6 +131,16 @@ static void on_deadline(struct mmp_loop *loop, struct mmp_conn *c)
 	mmp_handshake_timeout(mmp_worker_of(loop), c);
 }
 
+/* The engines' state, then the reply tuple (it lingers, docs/DESIGN.md §14). */
+static void on_conn_release(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	mmp_engine_release(loop, c);
+	if (c->steer_owner)
+		mmp_steer_release(IPPROTO_TCP, (const struct sockaddr *)&c->src_addr,
+				  (const struct sockaddr *)c->target, c->steer_owner);
+	c->steer_owner = 0;
+}
+
 static void on_log_tick(struct mmp_loop *loop, struct mmp_timer *t)
 {
 	struct mmp_worker *w = mmp_worker_of(loop);
@@ -225,7 +236,7 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 	w->loop.on_conn_event = on_conn_event;
 	w->loop.on_deadline = on_deadline;
 	w->loop.on_conn_poll = mmp_engine_poll;
-	w->loop.on_conn_release = mmp_engine_release;
+	w->loop.on_conn_release = on_conn_release;
 	w->loop.on_conn_state = on_conn_state;
 	w->peek_buf = malloc(PP_MAX_HEADER_LEN);
 	if (!w->peek_buf)

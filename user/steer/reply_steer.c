@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Reply steering's control plane: see steer/reply_steer.h and docs/DESIGN.md §14. */
+#include <errno.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <netinet/in.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "lib/config.h"
+#include "lib/instance.h"
+#include "lib/log.h"
+#include "lib/netlink.h"
+#include "lib/pins.h"
+#include "lib/sockaddr.h"
+#include "mmp_steer.h"
+#include "steer/reply_steer.h"
+#include "steer/steer_attach.h"
+#include "steer.skel.h"
+
+/* A closed tuple waiting for its linger to end. Linger is constant, so the queue is in deadline order. */
+struct lingering {
+	struct mmp_steer_key key;
+	uint64_t owner;
+	uint64_t closed_ns;
+};
+
+static struct {
+	struct steer_bpf *skel;
+	char pin_dir[256];
+	struct mmp_tc_id id;
+	int ifindex[2]; /* [0] IPv4's upstream interface, [1] IPv6's; 0: that family is not steered */
+	bool attached[2];
+	int map_fd;
+	__u32 prog_id;
+	pthread_mutex_t lock; /* the map's writes and the queue */
+	uint64_t next_owner;
+	struct lingering *q;
+	size_t q_head, q_len, q_cap; /* a ring */
+} st = { .lock = PTHREAD_MUTEX_INITIALIZER, .map_fd = -1 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the BPF side's clock too */
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int fam_idx(int family)
+{
+	return family == AF_INET6 ? 1 : 0;
+}
+
+bool mmp_steer_family(int family)
+{
+	return st.skel && st.ifindex[fam_idx(family)] > 0;
+}
+
+int mmp_steer_ifindex(int family)
+{
+	return st.skel ? st.ifindex[fam_idx(family)] : 0;
+}
+
+/* Mark lo..hi (host order) in the program's port filter. */
+static void mark_ports(uint16_t lo, uint16_t hi)
+{
+	for (uint32_t p = lo; p <= (hi ? hi : lo); p++)
+		st.skel->bss->mmp_steer_ports[p >> 5] |= 1U << (p & 31);
+}
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+					       : ((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* The interface replies from target arrive on, or 0 when target needs no steering; -errno when unroutable. */
+static int upstream_ifindex(const struct sockaddr_storage *target)
+{
+	char a[MMP_ADDRSTRLEN];
+	int oif;
+
+	if (!target->ss_family || mmp_is_loopback_addr(target) || mmp_is_local_addr(target))
+		return 0; /* on this host: replies come back through lo, the `from 127.0.0.1/8 iif lo` rule */
+	oif = mmp_route_oif(target);
+	if (oif <= 0) {
+		pr_err("no route to the upstream %s (%s): add a route to it, or fix %s",
+		       mmp_fmt_addr((const void *)target, a), strerror(oif ? -oif : ENOENT),
+		       target->ss_family == AF_INET6 ? "-6" : "-4");
+		return oif ? oif : -ENOENT;
+	}
+	return oif;
+}
+
+int mmp_steer_open(const struct mmp_config *cfg)
+{
+	const struct sockaddr_storage *targets[2] = { &cfg->target4, &cfg->target6 };
+	const uint16_t his[2] = { cfg->target4_port_hi, cfg->target6_port_hi };
+	int err, prog_fd;
+
+	for (int i = 0; i < 2; i++) {
+		st.ifindex[i] = upstream_ifindex(targets[i]);
+		if (st.ifindex[i] < 0)
+			return st.ifindex[i];
+	}
+	if (!st.ifindex[0] && !st.ifindex[1])
+		return 0; /* every upstream on this host: nothing to steer */
+	st.skel = steer_bpf__open_and_load();
+	if (!st.skel) {
+		err = -errno;
+		pr_err("reply steering: failed to load bpf/steer.bpf.c: %s (a kernel with BPF and tc clsact is needed for an upstream beyond loopback)",
+		       strerror(-err));
+		return err;
+	}
+	snprintf(st.pin_dir, sizeof(st.pin_dir), "%s", cfg->pin_dir);
+	st.map_fd = bpf_map__fd(st.skel->maps.mmp_reply_steer);
+	st.id = mmp_instance_steer_id(cfg->pin_dir);
+	st.next_owner = 1;
+	for (int i = 0; i < 2; i++)
+		if (st.ifindex[i])
+			mark_ports(port_of(targets[i]), his[i]);
+	err = mmp_pin_map(cfg->pin_dir, st.skel->maps.mmp_reply_steer);
+	if (!err)
+		err = mmp_pin_map(cfg->pin_dir, st.skel->maps.mmp_steer_cnt);
+	prog_fd = bpf_program__fd(st.skel->progs.mmp_steer_in);
+	{
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (!err && bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+			err = -errno;
+		st.prog_id = info.id; /* what detach looks for at exit */
+	}
+	for (int i = 0; !err && i < 2; i++) {
+		char name[IF_NAMESIZE] = "?";
+
+		if (!st.ifindex[i] || (i == 1 && st.ifindex[1] == st.ifindex[0]))
+			continue; /* one filter serves both families on one interface */
+		err = mmp_steer_attach(st.ifindex[i], st.id, prog_fd);
+		st.attached[i] = !err;
+		if (!err)
+			pr_info("reply steering: %s upstream replies are steered at %s ingress (tc pref %u handle 0x%x, fwmark 0x%x; docs/DESIGN.md §14)",
+				i ? "IPv6" : st.ifindex[1] == st.ifindex[0] ? "IPv4 and IPv6" : "IPv4", if_indextoname(st.ifindex[i], name) ? name : "?", st.id.prio,
+				st.id.handle, MMP_STEER_MARK);
+	}
+	if (err)
+		mmp_steer_close();
+	return err;
+}
+
+void mmp_steer_close(void)
+{
+	if (!st.skel)
+		return;
+	for (int i = 0; i < 2; i++)
+		if (st.attached[i])
+			mmp_steer_detach(st.ifindex[i], st.id, st.prog_id);
+	mmp_unpin(st.pin_dir, MMP_STEER_MAP);
+	mmp_unpin(st.pin_dir, MMP_STEER_COUNTERS_MAP);
+	steer_bpf__destroy(st.skel);
+	free(st.q);
+	memset(st.attached, 0, sizeof(st.attached));
+	memset(st.ifindex, 0, sizeof(st.ifindex));
+	st.skel = NULL;
+	st.q = NULL;
+	st.q_head = st.q_len = st.q_cap = 0;
+	st.map_fd = -1;
+}
+
+/* The reply's tuple: from the upstream to the client. */
+static void make_key(struct mmp_steer_key *k, int proto, const struct sockaddr *client, const struct sockaddr *up)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = (__u8)up->sa_family;
+	k->proto = (__u8)proto;
+	if (up->sa_family == AF_INET) {
+		const struct sockaddr_in *c = (const void *)client, *u = (const void *)up;
+
+		k->up_port = u->sin_port;
+		k->client_port = c->sin_port;
+		k->up_addr[0] = u->sin_addr.s_addr;
+		k->client_addr[0] = c->sin_addr.s_addr;
+	} else {
+		const struct sockaddr_in6 *c = (const void *)client, *u = (const void *)up;
+
+		k->up_port = u->sin6_port;
+		k->client_port = c->sin6_port;
+		memcpy(k->up_addr, &u->sin6_addr, 16);
+		memcpy(k->client_addr, &c->sin6_addr, 16);
+	}
+}
+
+int mmp_steer_add(int proto, const struct sockaddr *client, const struct sockaddr *upstream, uint64_t *owner)
+{
+	struct mmp_steer_val v = { 0 }, old;
+	struct mmp_steer_key k;
+	int err = 0;
+
+	*owner = 0;
+	if (!client || client->sa_family != upstream->sa_family || !mmp_steer_family(upstream->sa_family))
+		return 0;
+	make_key(&k, proto, client, upstream);
+	pthread_mutex_lock(&st.lock);
+	v.owner = st.next_owner++;
+	if (bpf_map_update_elem(st.map_fd, &k, &v, BPF_NOEXIST)) {
+		err = -errno;
+		/* A closed connection's lingering tuple is taken over: its queue entry no longer matches it. */
+		if (err == -EEXIST && !bpf_map_lookup_elem(st.map_fd, &k, &old))
+			err = old.closed_ns ? (bpf_map_update_elem(st.map_fd, &k, &v, BPF_EXIST) ? -errno : 0)
+					    : -EADDRINUSE;
+		if (err == -E2BIG || err == -ENOMEM)
+			err = -ENOSPC;
+	}
+	pthread_mutex_unlock(&st.lock);
+	if (!err)
+		*owner = v.owner;
+	return err;
+}
+
+static void queue_push(const struct lingering *l)
+{
+	if (st.q_len == st.q_cap) {
+		size_t cap = st.q_cap ? st.q_cap * 2 : 256;
+		struct lingering *q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return; /* left in the map: deleted at exit, or taken over by the tuple's next connection */
+		for (size_t i = 0; i < st.q_len; i++)
+			q[i] = st.q[(st.q_head + i) % st.q_cap];
+		free(st.q);
+		st.q = q;
+		st.q_cap = cap;
+		st.q_head = 0;
+	}
+	st.q[(st.q_head + st.q_len) % st.q_cap] = *l;
+	st.q_len++;
+}
+
+void mmp_steer_release(int proto, const struct sockaddr *client, const struct sockaddr *upstream, uint64_t owner)
+{
+	struct lingering l = { .owner = owner };
+	struct mmp_steer_val v;
+
+	if (!owner || !st.skel)
+		return;
+	make_key(&l.key, proto, client, upstream);
+	pthread_mutex_lock(&st.lock);
+	if (!bpf_map_lookup_elem(st.map_fd, &l.key, &v) && v.owner == owner && !v.closed_ns) {
+		v.closed_ns = l.closed_ns = now_ns();
+		if (!bpf_map_update_elem(st.map_fd, &l.key, &v, BPF_EXIST))
+			queue_push(&l);
+	}
+	pthread_mutex_unlock(&st.lock);
+}
+
+void mmp_steer_tick(void)
+{
+	uint64_t now = now_ns();
+
+	if (!st.skel)
+		return;
+	pthread_mutex_lock(&st.lock);
+	while (st.q_len) {
+		struct lingering *l = &st.q[st.q_head];
+		struct mmp_steer_val v;
+
+		if (l->closed_ns + MMP_STEER_LINGER_MS * 1000000ULL > now)
+			break;
+		/* Only if no newer connection took the tuple over meanwhile. */
+		if (!bpf_map_lookup_elem(st.map_fd, &l->key, &v) && v.owner == l->owner && v.closed_ns == l->closed_ns)
+			bpf_map_delete_elem(st.map_fd, &l->key);
+		st.q_head = (st.q_head + 1) % st.q_cap;
+		st.q_len--;
+	}
+	pthread_mutex_unlock(&st.lock);
+}
