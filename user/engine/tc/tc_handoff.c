@@ -30,6 +30,7 @@
 #include "lib/lo_sysctls.h"
 #include "lib/netlink.h"
 #include "lib/sockinfo.h"
+#include "steer/reply_steer.h"
 
 #define OPT_MATCH (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_ECN | TCPI_OPT_WSCALE)
 
@@ -131,6 +132,15 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	if (c->state != CONN_SPLICING)
 		return;
 	why = ineligible(tc, c, tc->cfg->mark);
+	/*
+	 * The translated segments are redirected into lo and the upstream's out
+	 * of lo; an upstream beyond loopback would need bpf_redirect_neigh between
+	 * two interfaces, not built yet: such flows stay on splice (§14).
+	 */
+	if (!why && mmp_steer_family(c->target->ss_family)) {
+		why = "the upstream is beyond loopback: packet-level splicing between two interfaces is not supported (docs/DESIGN.md §14)";
+		mmp_count(loop->counters, MMP_TCP_CNT_tc_beyond_loopback, 1);
+	}
 	if (!why && mmp_tc_flow_tuples(c, &ft))
 		why = "the two connections are of different IP families";
 	if (!why && mmp_sock_cookie(c->client.fd, &T(c)->flow))
