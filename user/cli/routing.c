@@ -16,6 +16,8 @@
 #include "lib/lo_sysctls_saved.h"
 #include "lib/sockaddr.h"
 #include "tcp/upstream.h"
+#include <linux/types.h>
+#include "mmp_steer.h"
 
 struct family_route {
 	int family;
@@ -88,6 +90,41 @@ static bool rule_present(const struct family_route *r, const char *table)
 	return run_ip(args, out, sizeof(out)) == 0 && out[0];
 }
 
+/* The mark the steering program gives replies from an upstream beyond loopback (docs/DESIGN.md §14). */
+static const char *steer_mark(void)
+{
+	static char m[16];
+
+	snprintf(m, sizeof(m), "0x%x", MMP_STEER_MARK);
+	return m;
+}
+
+static bool fwmark_rule_present(const struct family_route *r, const char *table)
+{
+	const char *args[] = { r->ipflag, "rule", "list", "fwmark", steer_mark(), "table", table, NULL };
+	char out[512];
+
+	return run_ip(args, out, sizeof(out)) == 0 && out[0];
+}
+
+/* Steered replies (fwmark) are local too: one rule a family, to the same table (§14). */
+static int setup_fwmark(const struct family_route *r, const char *table)
+{
+	const char *rule[] = { r->ipflag, "rule", "add", "fwmark", steer_mark(), "lookup", table, NULL };
+
+	if (fwmark_rule_present(r, table)) {
+		printf("ok: ip %s rule fwmark %s lookup %s\n", r->ipflag, steer_mark(), table);
+		return 0;
+	}
+	if (run_ip(rule, NULL, 0)) {
+		pr_err("failed: ip %s rule add fwmark %s lookup %s (are you root? is IPv6 enabled?)", r->ipflag,
+		       steer_mark(), table);
+		return -EIO;
+	}
+	printf("added: ip %s rule add fwmark %s lookup %s\n", r->ipflag, steer_mark(), table);
+	return 0;
+}
+
 static int setup_family(const struct family_route *r, const char *table)
 {
 	const char *rule[] = { r->ipflag, "rule", "add", "from", r->from, "iif", "lo", "table", table, NULL };
@@ -112,7 +149,7 @@ static int setup_family(const struct family_route *r, const char *table)
 		return -EIO;
 	}
 	printf("ok: ip %s route local %s dev lo table %s\n", r->ipflag, r->local, table);
-	return 0;
+	return setup_fwmark(r, table);
 }
 
 static void set_lo_sysctls(void)
@@ -159,11 +196,15 @@ int mmp_routing_cleanup(int table)
 		const struct family_route *r = &routes[i];
 		const char *rule[] = { r->ipflag, "rule", "del", "from", r->from, "iif", "lo", "table", t, NULL };
 		const char *route[] = { r->ipflag, "route", "del", "local", r->local, "dev", "lo", "table", t, NULL };
-		int removed = 0;
+		const char *fwrule[] = { r->ipflag, "rule", "del", "fwmark", steer_mark(), "lookup", t, NULL };
+		int removed = 0, fwremoved = 0;
 
 		/* The rule may have been added more than once by hand. */
 		while (rule_present(r, t) && run_ip(rule, NULL, 0) == 0 && removed < 64)
 			removed++;
+		while (fwmark_rule_present(r, t) && run_ip(fwrule, NULL, 0) == 0 && fwremoved < 64)
+			fwremoved++;
+		printf("removed: ip %s rule fwmark %s lookup %s (%d)\n", r->ipflag, steer_mark(), t, fwremoved);
 		run_ip(route, NULL, 0); /* absent is fine: idempotent */
 		printf("removed: ip %s rule from %s iif lo table %s (%d) and its local route\n", r->ipflag, r->from,
 		       t, removed);
@@ -179,6 +220,8 @@ void mmp_routing_print_fix(int family, int table)
 	printf("    fix: mmproxy-bpf setup-routing --table %d\n", table);
 	printf("     or: ip %s rule add from %s iif lo table %d\n", r->ipflag, r->from, table);
 	printf("         ip %s route add local %s dev lo table %d\n", r->ipflag, r->local, table);
+	printf("         ip %s rule add fwmark %s lookup %d   (an upstream beyond loopback, docs/DESIGN.md §14)\n",
+	       r->ipflag, steer_mark(), table);
 }
 
 static int loopback_listener(int family, struct sockaddr_storage *addr)
