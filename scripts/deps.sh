@@ -17,6 +17,8 @@ PACKAGES=(
 	# run and test
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
 	python3 socat jq xdp-tools prometheus python3-prometheus-client ethtool
+	# t57-t59: a capture on the uplink sees no packet of a client address
+	tcpdump
 	# make deb and t54 (dpkg-buildpackage, dh, lintian); no fakeroot: the
 	# package says Rules-Requires-Root: no
 	dpkg-dev debhelper lintian

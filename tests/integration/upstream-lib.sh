@@ -1,0 +1,199 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # variables are set here for the scripts that source this
+# tests/integration/upstream-lib.sh: upstreams beyond loopback (issue 25,
+# docs/DESIGN.md §14), shared by t57 (bridge), t58 (routed veth) and t59
+# (tunnel). Source it after lib.sh. Not a test file itself.
+#
+#   client ns (the load balancer and the "uplink"): 198.51.100.2, 2001:db8:1::2
+#        | veth-c / veth-p
+#   proxy ns: 198.51.100.1, 2001:db8:1::1; mmproxy-bpf -l 198.51.100.1:7000;
+#             ip_forward on (the backend's own traffic is routed through it);
+#             routes to the clients' networks (192.0.2.0/24, 2001:db8:77::/64)
+#             via the uplink: a reply to a client that the proxy did not
+#             steer would leave there
+#        | UB_UP_IF (a bridge, a routed veth, a VXLAN tunnel: the test's topology)
+#   backend ns (a container, a pod, a remote host): UB_BACK_IP4, UB_BACK_IP6,
+#             mmpt-upstream -m xfer on port 9000, its default route (or its
+#             routes to the clients) through the proxy ns
+#
+# Hand-made PROXY headers name clients 192.0.2.77 and 2001:db8:77::77, which
+# no namespace owns. Checked (ub_suite): the upstream saw the client's ip:port,
+# sha256 both ways, v1 and v2 headers, both families; the backend's own
+# outbound transfer to the client ns runs at the same time and stays intact;
+# a capture on the proxy ns's uplink (tcpdump) sees no packet from or to a
+# client address (a reply the proxy did not steer would be routed there); every reply
+# was steered (mmp_steer_cnt) and mmp_reply_steer is empty once the linger
+# ends; with the tc engine, the flows stayed on splice, counted; setup-routing
+# is idempotent and cleanup-routing removes its fwmark rules.
+
+UB_CLIENT4=192.0.2.77
+UB_CLIENT6=2001:db8:77::77
+UB_OWN_PORT=9100 # the backend's own outbound connection goes to the client ns here
+UB_STEER_MARK=0x4d4d5253
+UB_SIZE=$((4 << 20))
+
+# ub_setup ID: lib.sh's t_setup, then what every topology shares.
+ub_setup() {
+	t_setup "$1"
+	for cmd in bpftool jq tcpdump; do
+		command -v "$cmd" >/dev/null || {
+			echo "FAIL $1 setup: $cmd is not installed (make deps)"
+			exit 1
+		}
+	done
+	UB_BACK_NS="mmpt-$$-back"
+	cleanup_push "ip netns del '$UB_BACK_NS'"
+	ip netns add "$UB_BACK_NS" && ip -n "$UB_BACK_NS" link set lo up || return 1
+	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 || return 1
+	# The clients' networks are behind the uplink, as a host's default route would have them.
+	ip -n "$TOPO_PROXY" route add 192.0.2.0/24 via "$TOPO_CLIENT_IP4" || return 1
+	ip -n "$TOPO_PROXY" -6 route add 2001:db8:77::/64 via "$TOPO_CLIENT_IP6" || return 1
+	# The client ns reaches the backends (their own connections' replies) through the proxy ns.
+	ip -n "$TOPO_CLIENT" route add 10.99.0.0/16 via "$TOPO_PROXY_IP4" || return 1
+	ip -n "$TOPO_CLIENT" -6 route add 2001:db8:99::/48 via "$TOPO_PROXY_IP6" || return 1
+}
+
+# ub_veth_pair NAME_IN_PROXY NAME_IN_BACK: a veth between the proxy and the backend ns, both up.
+ub_veth_pair() {
+	ip -n "$TOPO_PROXY" link add "$1" type veth peer name "$2" netns "$UB_BACK_NS" || return 1
+	ip -n "$UB_BACK_NS" link set "$2" up
+}
+
+# ub_capture_start: tcpdump on the proxy ns's uplink (veth-p), for any packet from or to a client address.
+ub_capture_start() {
+	proc_start UB_CAP_PID "$T_TMP/uplink.txt" "$TOPO_PROXY" tcpdump -nli veth-p "host $UB_CLIENT4 or host $UB_CLIENT6"
+	wait_grep "$T_TMP/uplink.txt" '^listening on' 5
+}
+
+# ub_capture_count: stop the capture; how many such packets it saw.
+ub_capture_count() {
+	sleep 0.2 # what is in flight
+	proc_stop "$UB_CAP_PID" 2
+	grep -c ' IP6\? ' "$T_TMP/uplink.txt"
+}
+
+# ub_steer_counter NAME: a counter of mmp_steer_cnt (per-CPU, summed).
+ub_steer_counter() {
+	local idx
+	case $1 in marked) idx=0 ;; marked_late) idx=1 ;; passed) idx=2 ;; esac
+	bpftool -j map lookup pinned "$MMP_PINDIR/mmp_steer_cnt" key "$idx" 0 0 0 2>/dev/null |
+		jq '[.formatted.values[].value] | add // 0' 2>/dev/null || echo 0
+}
+
+# ub_steer_entries: how many tuples mmp_reply_steer holds.
+ub_steer_entries() {
+	bpftool -j map dump pinned "$MMP_PINDIR/mmp_reply_steer" 2>/dev/null | jq length 2>/dev/null || echo "?"
+}
+
+# ub_fwmark_rules: the setup-routing fwmark rules in the proxy ns, both families.
+ub_fwmark_rules() {
+	{
+		ip -n "$TOPO_PROXY" rule list fwmark "$UB_STEER_MARK"
+		ip -n "$TOPO_PROXY" -6 rule list fwmark "$UB_STEER_MARK"
+	} 2>/dev/null | grep -c lookup
+}
+
+# ub_xfer NAME FAMILY(4|6) HDR(--pp1|--pp2): one proxied transfer, both ways, checked.
+ub_xfer() {
+	local name=$1 fam=$2 hdr=$3 port src dst log mark done_line
+	case_begin "$name"
+	next_port port
+	if [[ $fam == 4 ]]; then
+		src="$UB_CLIENT4:$port" dst="$TOPO_PROXY_IP4:443" log=$UB_UP4_LOG
+	else
+		src="[$UB_CLIENT6]:$port" dst="[$TOPO_PROXY_IP6]:443" log=$UB_UP6_LOG
+	fi
+	mark=$(log_mark "$log")
+	if ! client "$TOPO_CLIENT" -c "$TOPO_PROXY_IP4:$PROXY_PORT" "$hdr" "$src" "$dst" --send "$UB_SIZE" --timeout 20; then
+		case_fail "transfer failed: $(client_result)"
+	fi
+	if done_line=$(wait_log_since "$log" "$mark" '^done ' 5); then
+		CLIENT_LOCAL_PORT=$port SIZE=$UB_SIZE check_xfer_exact "$done_line" "$([[ $fam == 4 ]] && echo "$UB_CLIENT4" || echo "$UB_CLIENT6")"
+	else
+		case_fail "the upstream never finished a transfer (it saw: $(log_since "$log" "$mark" | head -2 | tr '\n' ' '))"
+	fi
+	case_end
+}
+
+# ub_suite: every case, over the topology the file built (UB_UP_IF, UB_BACK_IP4, UB_BACK_IP6 set).
+ub_suite() {
+	local n own_pid own_log own4 own6 marked
+	case_begin "setup-routing twice: one fwmark rule a family, in the table of the loopback rules"
+	ns_exec "$TOPO_PROXY" "$MMP_BIN" setup-routing >"$T_TMP/setup1.out" 2>&1 || case_fail "setup-routing failed: $(tail -2 "$T_TMP/setup1.out")"
+	ns_exec "$TOPO_PROXY" "$MMP_BIN" setup-routing >"$T_TMP/setup2.out" 2>&1 || case_fail "second setup-routing failed"
+	cleanup_push "ns_exec '$TOPO_PROXY' '$MMP_BIN' cleanup-routing >/dev/null 2>&1"
+	n=$(ub_fwmark_rules)
+	((n == 2)) || case_fail "$n fwmark rules, want 2: $(ip -n "$TOPO_PROXY" rule list | tr '\n' ';')"
+	grep -q "^ok: ip -4 rule fwmark $UB_STEER_MARK lookup 123" "$T_TMP/setup2.out" || case_fail "the second run did not find its rule: $(grep fwmark "$T_TMP/setup2.out" | tr '\n' ' ')"
+	case_end
+
+	proc_start UB_UP4_PID "$T_TMP/up4.log" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "$UB_BACK_IP4:$UP_PORT"
+	proc_start UB_UP6_PID "$T_TMP/up6.log" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "[$UB_BACK_IP6]:$UP_PORT"
+	UB_UP4_LOG=$T_TMP/up4.log UB_UP6_LOG=$T_TMP/up6.log
+	proc_start own4 "$T_TMP/own4.log" "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "$TOPO_CLIENT_IP4:$UB_OWN_PORT"
+	proc_start own6 "$T_TMP/own6.log" "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "[$TOPO_CLIENT_IP6]:$UB_OWN_PORT"
+	t_require wait_grep "$UB_UP4_LOG" '^listening' 5
+	t_require wait_grep "$UB_UP6_LOG" '^listening' 5
+	t_require wait_grep "$T_TMP/own4.log" '^listening' 5
+	t_require wait_grep "$T_TMP/own6.log" '^listening' 5
+	t_require mmp_start -l "$TOPO_PROXY_IP4:$PROXY_PORT" -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT"
+
+	t_require ub_capture_start
+	# The backend's own outbound transfers run while the proxied ones do.
+	own_log=$T_TMP/own-client.log
+	(
+		ns_exec "$UB_BACK_NS" "$MMP_TOOLS/mmpt-client" -c "$TOPO_CLIENT_IP4:$UB_OWN_PORT" --send "$UB_SIZE" --timeout 20
+		ns_exec "$UB_BACK_NS" "$MMP_TOOLS/mmpt-client" -c "[$TOPO_CLIENT_IP6]:$UB_OWN_PORT" --send "$UB_SIZE" --timeout 20
+	) >"$own_log" 2>&1 &
+	own_pid=$!
+	ub_xfer "IPv4 client, v2 header: the upstream sees the client, sha256 both ways" 4 --pp2
+	ub_xfer "IPv4 client, v1 header" 4 --pp1
+	ub_xfer "IPv6 client, v2 header" 6 --pp2
+	ub_xfer "IPv6 client, v1 header" 6 --pp1
+
+	case_begin "the backend's own outbound connections still work (not swallowed)"
+	wait "$own_pid"
+	n=$(grep -c "^xfer sent $UB_SIZE .* recv $UB_SIZE " "$own_log")
+	((n == 2)) || case_fail "$n of 2 own transfers completed: $(tr '\n' ' ' <"$own_log")"
+	for l in "$T_TMP/own4.log" "$T_TMP/own6.log"; do
+		grep -q "^done $UB_BACK_IP4 \|^done $UB_BACK_IP6 " "$l" || case_fail "the client ns did not see the backend's own address in $(basename "$l"): $(grep -m1 '^peer' "$l")"
+	done
+	case_end
+
+	case_begin "a capture on the uplink saw no packet from or to a client address"
+	n=$(ub_capture_count)
+	((n == 0)) || case_fail "$n such packets, e.g. $(grep -m2 ' IP6\? ' "$T_TMP/uplink.txt" | tr '\n' ' ')"
+	case_end
+
+	case_begin "every reply was steered, and the map is empty after the linger"
+	marked=$(ub_steer_counter marked)
+	((marked > 0)) || case_fail "steer_marked is $marked"
+	for ((n = 0; n < 80; n++)); do
+		[[ $(ub_steer_entries) == 0 ]] && break
+		sleep 0.1
+	done
+	[[ $(ub_steer_entries) == 0 ]] || case_fail "mmp_reply_steer still holds $(ub_steer_entries) tuples 8 s after the last close"
+	case_note "steer_marked $marked, steer_marked_late $(ub_steer_counter marked_late), steer_passed $(ub_steer_counter passed)"
+	case_end
+
+	mmp_stop
+	case_begin "totals: 4 connections steered$([[ $MMP_ENGINE == tc ]] && echo ', kept on splice by the tc engine')"
+	line=$(grep -m1 'totals: accepted' "$MMP_LOG")
+	grep -q ', steered 4,' <<<"$line" || case_fail "want steered 4: $line"
+	if [[ $MMP_ENGINE == tc ]]; then
+		grep -q 'tc beyond loopback 4' <<<"$line" || case_fail "want tc beyond loopback 4: $line"
+	fi
+	case_end
+	case_engine_used 4
+
+	case_begin "cleanup-routing removes the fwmark rules; the steering filter is gone"
+	ns_exec "$TOPO_PROXY" "$MMP_BIN" cleanup-routing >/dev/null 2>&1 || case_fail "cleanup-routing failed"
+	n=$(ub_fwmark_rules)
+	((n == 0)) || case_fail "$n fwmark rules left"
+	tc -n "$TOPO_PROXY" filter show dev "$UB_UP_IF" ingress 2>/dev/null | grep -q mmp_steer_in &&
+		case_fail "the steering filter is still on $UB_UP_IF"
+	case_end
+	proc_stop "$UB_UP4_PID" 2
+	proc_stop "$UB_UP6_PID" 2
+	case_lifecycle
+}
