@@ -257,7 +257,9 @@ struct mmp_udp_flow {
 	X(drop_fwd_send, "dropped: sending to the upstream failed")                                 \
 	X(drop_reply_send, "dropped: sending a reply to the load balancer failed")                  \
 	X(upstream_errors, "ICMP errors from upstreams (e.g. port unreachable)")                    \
-	X(drop_endpoint, "dropped: the header names no endpoint of --allowed-endpoints")
+	X(drop_endpoint, "dropped: the header names no endpoint of --allowed-endpoints")             \
+	X(flows_steered, "flows to an upstream beyond loopback: replies steered by tuple, relayed in userspace") \
+	X(drop_steer, "dropped: the reply tuple could not be recorded for steering (map full, tuple in use)")
 
 struct mmp_udp_counters {
 #define MMP_UDP_X_FIELD(name, desc) __u64 name;

@@ -38,6 +38,7 @@ struct udp_flow {
 	struct sockaddr_storage target_mapped; /* -4/-6 given as a range: the port mapped from local's (docs/DESIGN.md §8) */
 	uint8_t spp_hdr[SPP_HEADER_LEN]; /* SPP: the header replies carry */
 	uint64_t cookie; /* SO_COOKIE of fd: the key in mmp_udp_flows */
+	uint64_t steer_owner; /* its reply tuple in mmp_reply_steer (steer/reply_steer.h); 0: none */
 	bool fast; /* handed to the kernel: fast_fwd || fast_rev */
 	bool fast_fwd; /* its entry in mmp_udp_fwd: the kernel forwards the LB's datagrams */
 	bool fast_rev; /* its entry in mmp_udp_rev: the kernel sends the replies (PROXY v2) */

@@ -21,6 +21,7 @@
 #include "udp/udp_sock.h"
 #include "udp/udp_drop.h"
 #include "udp/udp_flow_policy.h"
+#include "steer/reply_steer.h"
 #include "udp/udp_lifecycle.h"
 #include "udp/udp_stage.h"
 #include "udp/udp_thread.h"
@@ -76,6 +77,14 @@ void udp_flow_want_kernel(struct udp_worker *w, struct udp_flow *f, int ifindex)
 	 * stays here (docs/DESIGN.md §12).
 	 */
 	if (!w->sh->fast || f->to_kernel || w->cfg->allowed_endpoints_path)
+		return;
+	/*
+	 * The fast path redirects replies it finds at lo; an upstream beyond
+	 * loopback answers on another interface, and moving its datagrams in the
+	 * kernel would need bpf_redirect_neigh between the two: not built, so
+	 * steered flows stay on the userspace relay, counted in flows_steered (§14).
+	 */
+	if (f->steer_owner)
 		return;
 	f->to_kernel = true;
 	f->to_kernel_next = w->to_kernel;
@@ -134,10 +143,24 @@ void udp_flows_publish_drain(struct udp_worker *w)
 	w->draining = NULL;
 }
 
+/* The flow's reply tuple lingers, then goes (docs/DESIGN.md §14). */
+static void release_steer(struct udp_flow *f)
+{
+	struct sockaddr_storage client;
+
+	if (!f->steer_owner)
+		return;
+	udp_ep_to_sa(&f->client, &client);
+	mmp_steer_release(IPPROTO_UDP, (const struct sockaddr *)&client, (const struct sockaddr *)f->target,
+			  f->steer_owner);
+	f->steer_owner = 0;
+}
+
 /* Close f's socket and free it; the caller has taken it out of everything else. */
 static void flow_free(struct udp_worker *w, struct udp_flow *f)
 {
 	close(f->fd); /* also leaves epoll */
+	release_steer(f);
 	if (f->quota_held)
 		mmp_quota_give(w->sh->per_lb, (const struct sockaddr *)&f->quota_sa);
 	atomic_fetch_sub(&w->sh->nflows, 1);
@@ -248,6 +271,17 @@ static struct udp_flow *flow_open(struct udp_worker *w, const struct udp_dgram_i
 				udp_fast_forget_client(w->sh->fast, f);
 		}
 	}
+	/* An upstream beyond loopback: its replies are steered to the flow's socket by tuple (§14). */
+	if (src) {
+		err = mmp_steer_add(IPPROTO_UDP, src, (const struct sockaddr *)f->target, &f->steer_owner);
+		if (err) {
+			udp_drop(w, MMP_UDP_CNT_drop_steer, lb, strerror(-err),
+				 "the steering map is full or another flow holds the client's ip:port");
+			goto fail_release;
+		}
+		if (f->steer_owner)
+			udp_cnt_add(w, MMP_UDP_CNT_flows_steered, 1);
+	}
 	fd = udp_upstream_socket(src, (const struct sockaddr *)f->target, cfg->mark, w->sh->fast != NULL, &f->cookie,
 				 &what);
 	if (fd < 0) {
@@ -283,6 +317,7 @@ fail_close:
 	udp_drop(w, MMP_UDP_CNT_drop_upstream_socket, lb, "out of memory or epoll failure for a new flow",
 		 "free some memory");
 fail_release:
+	release_steer(f);
 	if (src && w->sh->reg)
 		udp_registry_release(w->sh->reg, &f->client, w->id);
 fail_free:
