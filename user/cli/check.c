@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <linux/capability.h>
 #include "cli/check.h"
+#include "cli/check_upstream.h"
+#include <linux/types.h>
+#include "mmp_steer.h"
 #include "lib/log.h"
 #include "mmp_maps.h"
 #include "policy/policy.h"
@@ -85,8 +88,13 @@ static bool check_bpffs(const struct mmp_config *cfg)
 static bool check_routing(const struct mmp_config *cfg, int family)
 {
 	const char *what;
-	int err = mmp_routing_probe(family, PROBE_TIMEOUT_MS, &what);
 	const char *name = family == AF_INET ? "IPv4" : "IPv6";
+	bool handled, ok = mmp_check_upstream(cfg, family, &handled);
+	int err;
+
+	if (handled)
+		return ok; /* an upstream beyond loopback: its own probe (docs/DESIGN.md §14) */
+	err = mmp_routing_probe(family, PROBE_TIMEOUT_MS, &what);
 
 	if (!err) {
 		printf("ok   %s routing: a spoofed connection to the loopback upstream completes\n", name);
@@ -148,8 +156,14 @@ int mmp_check_startup(const struct mmp_config *cfg)
 		const char *what;
 		int err;
 
-		if (!is_loopback(targets[i]))
+		if (!is_loopback(targets[i])) {
+			/* Beyond loopback: replies come back by the fwmark rule (docs/DESIGN.md §14). */
+			if (targets[i]->ss_family && !mmp_is_local_addr(targets[i]) &&
+			    !mmp_routing_fwmark_present(family, cfg->route_table))
+				pr_err("warning: no `ip rule fwmark 0x%x lookup %d` for %s: replies of the upstream beyond loopback will be routed away and upstream connects will time out (fix: mmproxy-bpf setup-routing --table %d)",
+				       MMP_STEER_MARK, cfg->route_table, family == AF_INET ? "IPv4" : "IPv6", cfg->route_table);
 			continue;
+		}
 		err = mmp_routing_probe(family, PROBE_TIMEOUT_MS, &what);
 		if (err && !(family == AF_INET6 && !strcmp(what, "loopback listener")))
 			pr_err("warning: %s spoofed connections to the upstream do not complete (%s: %s); upstream connects will time out (fix: mmproxy-bpf setup-routing --table %d)",

@@ -303,3 +303,27 @@ int mmp_routing_probe(int family, int timeout_ms, const char **what)
 	close(lfd);
 	return -err;
 }
+
+bool mmp_routing_fwmark_present(int family, int table)
+{
+	char t[16];
+
+	snprintf(t, sizeof(t), "%d", table);
+	return fwmark_rule_present(family == AF_INET6 ? &routes[1] : &routes[0], t);
+}
+
+int mmp_routing_src_for(const struct sockaddr_storage *dst, char *out, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN], buf[512], src[64], *p;
+	const char *args[] = { dst->ss_family == AF_INET6 ? "-6" : "-4", "route", "get", addr, NULL };
+	const void *a = dst->ss_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)dst)->sin6_addr
+						   : (const void *)&((const struct sockaddr_in *)dst)->sin_addr;
+
+	if (!inet_ntop(dst->ss_family, a, addr, sizeof(addr)) || run_ip(args, buf, sizeof(buf)))
+		return -ENOENT;
+	p = strstr(buf, " src ");
+	if (!p || sscanf(p + 5, "%63s", src) != 1)
+		return -ENOENT;
+	snprintf(out, len, "%s", src);
+	return 0;
+}

@@ -27,4 +27,10 @@ void mmp_routing_print_fix(int family, int table);
  */
 int mmp_routing_probe(int family, int timeout_ms, const char **what);
 
+/* Is setup-routing's fwmark rule for steered replies (docs/DESIGN.md §14) there for family? */
+bool mmp_routing_fwmark_present(int family, int table);
+
+/* This host's source address toward dst (`ip route get`'s "src"), into out. 0 or -ENOENT. */
+int mmp_routing_src_for(const struct sockaddr_storage *dst, char *out, size_t len);
+
 #endif

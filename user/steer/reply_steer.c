@@ -97,6 +97,11 @@ static int upstream_ifindex(const struct sockaddr_storage *target)
 
 int mmp_steer_open(const struct mmp_config *cfg)
 {
+	return mmp_steer_open_as(cfg, cfg->pin_dir, true);
+}
+
+int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin)
+{
 	const struct sockaddr_storage *targets[2] = { &cfg->target4, &cfg->target6 };
 	const uint16_t his[2] = { cfg->target4_port_hi, cfg->target6_port_hi };
 	int err, prog_fd;
@@ -115,15 +120,15 @@ int mmp_steer_open(const struct mmp_config *cfg)
 		       strerror(-err));
 		return err;
 	}
-	snprintf(st.pin_dir, sizeof(st.pin_dir), "%s", cfg->pin_dir);
+	snprintf(st.pin_dir, sizeof(st.pin_dir), "%s", pin ? cfg->pin_dir : "");
 	st.map_fd = bpf_map__fd(st.skel->maps.mmp_reply_steer);
-	st.id = mmp_instance_steer_id(cfg->pin_dir);
+	st.id = mmp_instance_steer_id(id_dir);
 	st.next_owner = 1;
 	for (int i = 0; i < 2; i++)
 		if (st.ifindex[i])
 			mark_ports(port_of(targets[i]), his[i]);
-	err = mmp_pin_map(cfg->pin_dir, st.skel->maps.mmp_reply_steer);
-	if (!err)
+	err = pin ? mmp_pin_map(cfg->pin_dir, st.skel->maps.mmp_reply_steer) : 0;
+	if (!err && pin)
 		err = mmp_pin_map(cfg->pin_dir, st.skel->maps.mmp_steer_cnt);
 	prog_fd = bpf_program__fd(st.skel->progs.mmp_steer_in);
 	{
@@ -141,7 +146,7 @@ int mmp_steer_open(const struct mmp_config *cfg)
 			continue; /* one filter serves both families on one interface */
 		err = mmp_steer_attach(st.ifindex[i], st.id, prog_fd);
 		st.attached[i] = !err;
-		if (!err)
+		if (!err && pin)
 			pr_info("reply steering: %s upstream replies are steered at %s ingress (tc pref %u handle 0x%x, fwmark 0x%x; docs/DESIGN.md §14)",
 				i ? "IPv6" : st.ifindex[1] == st.ifindex[0] ? "IPv4 and IPv6" : "IPv4", if_indextoname(st.ifindex[i], name) ? name : "?", st.id.prio,
 				st.id.handle, MMP_STEER_MARK);
@@ -158,8 +163,10 @@ void mmp_steer_close(void)
 	for (int i = 0; i < 2; i++)
 		if (st.attached[i])
 			mmp_steer_detach(st.ifindex[i], st.id, st.prog_id);
-	mmp_unpin(st.pin_dir, MMP_STEER_MAP);
-	mmp_unpin(st.pin_dir, MMP_STEER_COUNTERS_MAP);
+	if (st.pin_dir[0]) {
+		mmp_unpin(st.pin_dir, MMP_STEER_MAP);
+		mmp_unpin(st.pin_dir, MMP_STEER_COUNTERS_MAP);
+	}
 	steer_bpf__destroy(st.skel);
 	free(st.q);
 	memset(st.attached, 0, sizeof(st.attached));

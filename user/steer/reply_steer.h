@@ -24,6 +24,12 @@ struct mmp_config;
  * or -errno after logging a one-line error with its fix.
  */
 int mmp_steer_open(const struct mmp_config *cfg);
+/*
+ * The same with the filter identity of id_dir (a priority of its own) and,
+ * unless pin, no pins and no log line: `check`'s probe, which must not touch
+ * a running instance's filter or maps.
+ */
+int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin);
 /* Detach, unpin, free. Idempotent. */
 void mmp_steer_close(void);
 /* Whether connections of family go through steering (the upstream is beyond loopback). */

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <linux/types.h>
+#include "cli/check_upstream.h"
+#include "cli/routing.h"
+#include "lib/config.h"
+#include "lib/netlink.h"
+#include "lib/sockaddr.h"
+#include "mmp_steer.h"
+#include "steer/reply_steer.h"
+#include "tcp/upstream.h"
+
+#define PROBE_TIMEOUT_MS 1500
+
+/* The probe's client: a TEST-NET address no host owns, a random port. */
+static void probe_client(int family, struct sockaddr_storage *src, char *net, size_t len)
+{
+	in_port_t port = htons(40000 + ((unsigned int)time(NULL) ^ (unsigned int)getpid()) % 20000);
+
+	memset(src, 0, sizeof(*src));
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (void *)src;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = port;
+		inet_pton(AF_INET, "192.0.2.254", &sin->sin_addr);
+		snprintf(net, len, "192.0.2.254/32");
+	} else {
+		struct sockaddr_in6 *sin6 = (void *)src;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = port;
+		inet_pton(AF_INET6, "2001:db8:ffff::254", &sin6->sin6_addr);
+		snprintf(net, len, "2001:db8:ffff::254/128");
+	}
+}
+
+static int read_sysctl(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Connect from the probe client to target with the steering program attached. 0, or -errno with *what. */
+static int probe(const struct mmp_config *cfg, const struct sockaddr_storage *src,
+		 const struct sockaddr_storage *target, const char **what)
+{
+	char id_dir[600];
+	struct pollfd pfd = { .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	uint64_t owner = 0;
+	int fd, err = 0;
+
+	/* Its own filter priority and no pins: a running instance's filter and maps stay as they are. */
+	snprintf(id_dir, sizeof(id_dir), "%s/check-%d", cfg->pin_dir, getpid());
+	*what = "loading the steering program";
+	err = mmp_steer_open_as(cfg, id_dir, false);
+	if (err)
+		return err;
+	*what = "recording the probe's tuple";
+	err = mmp_steer_add(IPPROTO_TCP, (const struct sockaddr *)src, (const struct sockaddr *)target, &owner);
+	if (!err) {
+		fd = mmp_upstream_connect((const struct sockaddr *)src, (const struct sockaddr *)target, 0, 0, what);
+		if (fd < 0) {
+			err = fd;
+		} else {
+			pfd.fd = fd;
+			*what = "spoofed connect";
+			if (poll(&pfd, 1, PROBE_TIMEOUT_MS) == 0)
+				err = -ETIMEDOUT;
+			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+				err = -errno;
+			else
+				err = -err;
+			close(fd);
+		}
+	}
+	mmp_steer_close();
+	return err;
+}
+
+static void print_timeout_fixes(const struct mmp_config *cfg, int family, const struct sockaddr_storage *target,
+				int oif, const char *probe_net)
+{
+	char ifname[IF_NAMESIZE] = "?", self[64] = "THIS_HOST", path[128];
+	const char *ip = family == AF_INET6 ? "-6" : "-4";
+	int rp_all, rp_if;
+
+	if_indextoname((unsigned int)oif, ifname);
+	mmp_routing_src_for(target, self, sizeof(self));
+	printf("    the upstream's replies to the client never came back through %s. Fixes, most likely first:\n", ifname);
+	printf("    1. the backend's return route: on the backend, route your clients' networks (and this probe's\n"
+	       "       %s) back through this host: ip %s route add CLIENT_NET via %s\n"
+	       "       (a container or pod whose default route is this host needs nothing)\n",
+	       probe_net, ip, self);
+	if (family == AF_INET) {
+		snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", ifname);
+		rp_if = read_sysctl(path);
+		rp_all = read_sysctl("/proc/sys/net/ipv4/conf/all/rp_filter");
+		if (rp_if == 1 || rp_all == 1)
+			printf("    2. strict rp_filter (all=%d, %s=%d) drops replies that arrive on another interface than the\n"
+			       "       route to the upstream: sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.%s.rp_filter=2\n",
+			       rp_all, ifname, rp_if, ifname);
+	}
+	(void)cfg;
+}
+
+/* The upstream host's own outbound traffic (not the proxy's) needs forwarding; say so, it is a common confusion. */
+static void print_forwarding_notes(int family)
+{
+	int fwd = family == AF_INET ? read_sysctl("/proc/sys/net/ipv4/ip_forward")
+				    : read_sysctl("/proc/sys/net/ipv6/conf/all/forwarding");
+
+	if (fwd == 0)
+		printf("note %s forwarding is off: the proxy does not need it (steered replies are delivered locally), but a\n"
+		       "     container's own outbound traffic does: sysctl -w %s\n",
+		       family == AF_INET ? "IPv4" : "IPv6",
+		       family == AF_INET ? "net.ipv4.ip_forward=1" : "net.ipv6.conf.all.forwarding=1");
+	if (!access("/sys/class/net/docker0", F_OK))
+		printf("note docker0 exists: Docker's FORWARD DROP policy does not apply to steered replies (they are not\n"
+		       "     forwarded); it matters only if the fwmark rule is missing, and then the fix is setup-routing\n");
+}
+
+bool mmp_check_upstream(const struct mmp_config *cfg, int family, bool *handled)
+{
+	const struct sockaddr_storage *target = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
+	const char *name = family == AF_INET ? "IPv4" : "IPv6", *what = "";
+	char a[MMP_ADDRSTRLEN], ifname[IF_NAMESIZE] = "?", probe_net[64];
+	struct sockaddr_storage src;
+	int oif, err;
+
+	*handled = false;
+	if (!target->ss_family || mmp_is_loopback_addr(target) || mmp_is_local_addr(target))
+		return true;
+	*handled = true;
+	mmp_fmt_addr((const void *)target, a);
+	oif = mmp_route_oif(target);
+	if (oif <= 0) {
+		printf("FAIL %s upstream %s: no route to it (%s)\n", name, a, strerror(oif ? -oif : ENOENT));
+		printf("    fix: add a route to it (ip %s route add %s/%d via GATEWAY), or correct %s\n",
+		       family == AF_INET6 ? "-6" : "-4", "ADDR", family == AF_INET6 ? 128 : 32,
+		       family == AF_INET6 ? "-6" : "-4");
+		return false;
+	}
+	if_indextoname((unsigned int)oif, ifname);
+	if (!mmp_routing_fwmark_present(family, cfg->route_table)) {
+		printf("FAIL %s upstream %s via %s: no `ip rule fwmark 0x%x lookup %d`: its replies would be routed away\n",
+		       name, a, ifname, MMP_STEER_MARK, cfg->route_table);
+		mmp_routing_print_fix(family, cfg->route_table);
+		return false;
+	}
+	probe_client(family, &src, probe_net, sizeof(probe_net));
+	err = probe(cfg, &src, target, &what);
+	if (!err) {
+		printf("ok   %s upstream %s via %s: a spoofed connection from %s completes (replies steered by tuple)\n",
+		       name, a, ifname, mmp_fmt_addr((const void *)&src, (char[MMP_ADDRSTRLEN]){ 0 }));
+		print_forwarding_notes(family);
+		return true;
+	}
+	if (err == -ECONNREFUSED) {
+		printf("FAIL %s upstream %s via %s: the path works, but the upstream refused the connection\n", name, a,
+		       ifname);
+		printf("    fix: start the service on %s (listening on that address, or on the wildcard)\n", a);
+		return false;
+	}
+	printf("FAIL %s upstream %s via %s: spoofed test connection failed at %s: %s%s\n", name, a, ifname, what,
+	       strerror(-err), err == -EPERM ? " (run as root, or grant CAP_NET_ADMIN and CAP_BPF)" : "");
+	if (err == -ETIMEDOUT || err == -EHOSTUNREACH)
+		print_timeout_fixes(cfg, family, target, oif, probe_net);
+	print_forwarding_notes(family);
+	return false;
+}
