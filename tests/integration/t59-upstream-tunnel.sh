@@ -36,8 +36,24 @@ tunnel_topology() {
 	ip -n "$UB_BACK_NS" route add 192.0.2.0/24 via 10.99.2.1 || return 1
 	ip -n "$UB_BACK_NS" route add 198.51.100.0/24 via 10.99.2.1 || return 1
 	ip -n "$UB_BACK_NS" -6 route add 2001:db8:77::/64 via 2001:db8:99:2::1 || return 1
+	# check's probe client (2001:db8:ffff::254; 192.0.2.254 is in the clients' /24 already).
+	ip -n "$UB_BACK_NS" -6 route add 2001:db8:ffff::/64 via 2001:db8:99:2::1 || return 1
 	ip -n "$UB_BACK_NS" -6 route add 2001:db8:1::/64 via 2001:db8:99:2::1 || return 1
 }
 t_require tunnel_topology
+
+# Without its return route the backend answers through its default route (the underlay): check says what to add.
+ub_extra_checks() {
+	local out
+	case_begin "check without the backend's return route: FAIL, prints the route to add on the backend"
+	ip -n "$UB_BACK_NS" route del 192.0.2.0/24 via 10.99.2.1
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT" 2>&1)
+	ip -n "$UB_BACK_NS" route add 192.0.2.0/24 via 10.99.2.1
+	grep -q "^FAIL IPv4 upstream $UB_BACK_IP4:$UP_PORT via vx-up: spoofed test connection failed at spoofed connect: Connection timed out" <<<"$out" ||
+		case_fail "$(grep -A2 '^.... IPv4' <<<"$out" | tr '\n' ' ')"
+	grep -q "ip -4 route add CLIENT_NET via 10.99.2.1" <<<"$out" || case_fail "no return route printed: $(tr '\n' ' ' <<<"$out")"
+	grep -q "^ok   IPv6 upstream" <<<"$out" || case_fail "IPv6 should still pass"
+	case_end
+}
 ub_suite
 t_finish

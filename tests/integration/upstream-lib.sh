@@ -61,7 +61,7 @@ ub_veth_pair() {
 
 # ub_capture_start: tcpdump on the proxy ns's uplink (veth-p), for any packet from or to a client address.
 ub_capture_start() {
-	proc_start UB_CAP_PID "$T_TMP/uplink.txt" "$TOPO_PROXY" tcpdump -nli veth-p "host $UB_CLIENT4 or host $UB_CLIENT6"
+	proc_start UB_CAP_PID "$T_TMP/uplink.txt" "$TOPO_PROXY" tcpdump -nli veth-p "net 192.0.2.0/24 or net 2001:db8:77::/64"
 	wait_grep "$T_TMP/uplink.txt" '^listening on' 5
 }
 
@@ -115,9 +115,45 @@ ub_xfer() {
 	case_end
 }
 
+# ub_udp NAME FAMILY(4|6) FORMAT(v2|spp): 20 UDP clients, 5 datagrams each, echoed by the backend.
+ub_udp() {
+	local name=$1 fam=$2 fmt=$3 client log mark out peers
+	case_begin "$name"
+	if [[ $fam == 4 ]]; then
+		client="192.0.2.$((80 + ${UB_UDP_N:-0})):40000" log=$T_TMP/udp4.log
+	else
+		client="[2001:db8:77::$((80 + ${UB_UDP_N:-0}))]:40000" log=$T_TMP/udp6.log
+	fi
+	UB_UDP_N=$((${UB_UDP_N:-0} + 1))
+	mark=$(log_mark "$log")
+	out=$(ns_exec "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-udp" send -c "$TOPO_PROXY_IP4:$PROXY_PORT" --format "$fmt" \
+		--client "$client" --clients 20 -n 5 --rate 2000 --echo --timeout 5 2>&1) ||
+		case_fail "sender: $(grep -m1 -e '^result' -e 'mmpt-udp:' <<<"$out")"
+	grep -q 'echoed 100 missing 0 reordered 0 bad 0' <<<"$out" || case_fail "sender: $(grep -m1 '^result' <<<"$out")"
+	local caddr=${client%:*}
+	caddr=${caddr#[}
+	caddr=${caddr%]}
+	peers=$(log_since "$log" "$mark" | grep -c "^peer $caddr 400[01][0-9]\$")
+	((peers == 20)) || case_fail "the backend saw $peers of the 20 clients under their own ip:port"
+	case_end
+}
+
 # ub_suite: every case, over the topology the file built (UB_UP_IF, UB_BACK_IP4, UB_BACK_IP6 set).
 ub_suite() {
-	local n own_pid own_log own4 own6 marked
+	local n own_pid own_log own4 own6 marked out
+	case_begin "check before setup-routing: FAIL naming the fwmark rule and setup-routing"
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT" 2>&1) &&
+		case_fail "check passed without the fwmark rule"
+	grep -q "^FAIL IPv4 upstream $UB_BACK_IP4:$UP_PORT via $UB_UP_IF: no .ip rule fwmark" <<<"$out" || case_fail "no FAIL line for IPv4: $(tr '\n' ' ' <<<"$out")"
+	grep -q "fix: mmproxy-bpf setup-routing" <<<"$out" || case_fail "no setup-routing fix"
+	case_end
+
+	case_begin "check -4 to an unreachable address: FAIL, no route, names -4"
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 10.250.0.1:9000 -6 "[$UB_BACK_IP6]:$UP_PORT" 2>&1)
+	grep -q "^FAIL IPv4 upstream 10.250.0.1:9000: no route to it" <<<"$out" || case_fail "$(grep IPv4 <<<"$out" | tr '\n' ' ')"
+	grep -q "or correct -4" <<<"$out" || case_fail "the fix does not name -4"
+	case_end
+
 	case_begin "setup-routing twice: one fwmark rule a family, in the table of the loopback rules"
 	ns_exec "$TOPO_PROXY" "$MMP_BIN" setup-routing >"$T_TMP/setup1.out" 2>&1 || case_fail "setup-routing failed: $(tail -2 "$T_TMP/setup1.out")"
 	ns_exec "$TOPO_PROXY" "$MMP_BIN" setup-routing >"$T_TMP/setup2.out" 2>&1 || case_fail "second setup-routing failed"
@@ -136,7 +172,27 @@ ub_suite() {
 	t_require wait_grep "$UB_UP6_LOG" '^listening' 5
 	t_require wait_grep "$T_TMP/own4.log" '^listening' 5
 	t_require wait_grep "$T_TMP/own6.log" '^listening' 5
-	t_require mmp_start -l "$TOPO_PROXY_IP4:$PROXY_PORT" -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT"
+	proc_start UB_UDP4_PID "$T_TMP/udp4.log" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-udp" echo -l "$UB_BACK_IP4:$UP_PORT"
+	proc_start UB_UDP6_PID "$T_TMP/udp6.log" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-udp" echo -l "[$UB_BACK_IP6]:$UP_PORT"
+	t_require wait_grep "$T_TMP/udp4.log" '^listening' 5
+	t_require wait_grep "$T_TMP/udp6.log" '^listening' 5
+
+	# Link-local addresses of the new links are tentative for a second or two (DAD): IPv6 neighbour
+	# discovery with them stalls the first SYN past check's timeout.
+	for ((n = 0; n < 50; n++)); do
+		[[ -z $(ip -n "$TOPO_PROXY" -6 addr show tentative) && -z $(ip -n "$UB_BACK_NS" -6 addr show tentative) ]] && break
+		sleep 0.1
+	done
+	case_begin "check: a spoofed connection to the real upstream completes, both families"
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT" 2>&1)
+	grep -q "^ok   IPv4 upstream $UB_BACK_IP4:$UP_PORT via $UB_UP_IF: a spoofed connection" <<<"$out" || case_fail "IPv4: $(grep -A3 IPv4 <<<"$out" | tr '\n' ' ')"
+	grep -q "^ok   IPv6 upstream \[$UB_BACK_IP6\]:$UP_PORT via $UB_UP_IF: a spoofed connection" <<<"$out" || case_fail "IPv6: $(grep -A3 IPv6 <<<"$out" | tr '\n' ' ')"
+	tc -n "$TOPO_PROXY" filter show dev "$UB_UP_IF" ingress 2>/dev/null | grep -q mmp_steer_in && case_fail "check left its filter on $UB_UP_IF"
+	case_end
+	printf '%s\n' "$TOPO_CLIENT_IP4/32" "$TOPO_CLIENT_IP6/128" >"$T_TMP/allow.txt"
+	# TCP and UDP from one instance; UDP flows close 1 s after their last datagram, so the map empties.
+	t_require mmp_start -l "$TOPO_PROXY_IP4:$PROXY_PORT" -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT" \
+		-a "$T_TMP/allow.txt" --protocol tcp,udp --close-after 1
 
 	t_require ub_capture_start
 	# The backend's own outbound transfers run while the proxied ones do.
@@ -150,6 +206,9 @@ ub_suite() {
 	ub_xfer "IPv4 client, v1 header" 4 --pp1
 	ub_xfer "IPv6 client, v2 header" 6 --pp2
 	ub_xfer "IPv6 client, v1 header" 6 --pp1
+
+	ub_udp "UDP, IPv4 clients, v2 header on every datagram: 20 clients seen and answered" 4 v2
+	ub_udp "UDP, IPv6 clients, SPP: 20 clients seen and answered" 6 spp
 
 	case_begin "the backend's own outbound connections still work (not swallowed)"
 	wait "$own_pid"
@@ -165,15 +224,26 @@ ub_suite() {
 	((n == 0)) || case_fail "$n such packets, e.g. $(grep -m2 ' IP6\? ' "$T_TMP/uplink.txt" | tr '\n' ' ')"
 	case_end
 
+	# After the capture: a backend without its return route keeps resending SYN-ACKs out of the uplink.
+	if declare -F ub_extra_checks >/dev/null; then ub_extra_checks; fi
+
 	case_begin "every reply was steered, and the map is empty after the linger"
 	marked=$(ub_steer_counter marked)
 	((marked > 0)) || case_fail "steer_marked is $marked"
-	for ((n = 0; n < 80; n++)); do
+	for ((n = 0; n < 100; n++)); do
 		[[ $(ub_steer_entries) == 0 ]] && break
 		sleep 0.1
 	done
-	[[ $(ub_steer_entries) == 0 ]] || case_fail "mmp_reply_steer still holds $(ub_steer_entries) tuples 8 s after the last close"
+	[[ $(ub_steer_entries) == 0 ]] || case_fail "mmp_reply_steer still holds $(ub_steer_entries) tuples 10 s after the last close"
 	case_note "steer_marked $marked, steer_marked_late $(ub_steer_counter marked_late), steer_passed $(ub_steer_counter passed)"
+	case_end
+
+	case_begin "UDP: 40 flows steered and relayed in userspace, none in the fast path"
+	sleep 1.2 # mmp_udp_cnt is refreshed once a second
+	n=$(bpftool -j map lookup pinned "$MMP_PINDIR/mmp_udp_cnt" key 0 0 0 0 2>/dev/null | jq '.formatted.value.flows_steered // empty')
+	[[ $n == 40 ]] || case_fail "flows_steered is ${n:-unreadable}, want 40"
+	n=$(bpftool -j map lookup pinned "$MMP_PINDIR/mmp_udp_cnt" key 0 0 0 0 2>/dev/null | jq '.formatted.value.fast_fwd_dgrams // empty')
+	[[ $n == 0 ]] || case_fail "fast_fwd_dgrams is ${n:-unreadable}: a steered flow went to the fast path"
 	case_end
 
 	mmp_stop
@@ -195,5 +265,7 @@ ub_suite() {
 	case_end
 	proc_stop "$UB_UP4_PID" 2
 	proc_stop "$UB_UP6_PID" 2
+	proc_stop "$UB_UDP4_PID" 2
+	proc_stop "$UB_UDP6_PID" 2
 	case_lifecycle
 }
