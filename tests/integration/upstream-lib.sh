@@ -256,6 +256,19 @@ ub_suite() {
 	case_end
 	case_engine_used 4
 
+	case_begin "a killed instance: cleanup removes its steering filter and pins"
+	t_require mmp_start -l "$TOPO_PROXY_IP4:$PROXY_PORT" -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT"
+	MMP_RUNNING=0
+	kill -KILL "$MMP_PID"
+	wait "$MMP_PID" 2>/dev/null
+	tc -n "$TOPO_PROXY" filter show dev "$UB_UP_IF" ingress 2>/dev/null | grep -q mmp_steer_in ||
+		case_fail "no steering filter on $UB_UP_IF while the instance ran"
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" cleanup --pin-dir "$MMP_PINDIR" 2>&1) || case_fail "cleanup failed: $out"
+	tc -n "$TOPO_PROXY" filter show dev "$UB_UP_IF" ingress 2>/dev/null | grep -q mmp_steer_in &&
+		case_fail "cleanup left the steering filter on $UB_UP_IF: $(tr '\n' ' ' <<<"$out")"
+	[[ -z $(find "$MMP_PINDIR" -mindepth 1 2>/dev/null) ]] || case_fail "pins left: $(ls "$MMP_PINDIR")"
+	case_end
+
 	case_begin "cleanup-routing removes the fwmark rules; the steering filter is gone"
 	ns_exec "$TOPO_PROXY" "$MMP_BIN" cleanup-routing >/dev/null 2>&1 || case_fail "cleanup-routing failed"
 	n=$(ub_fwmark_rules)

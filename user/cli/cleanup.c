@@ -41,6 +41,8 @@ static int cleanup_one(const char *pin_dir)
 	 */
 	filters = mmp_tc_detach_everywhere(mmp_instance_tc_id(IPPROTO_TCP, pin_dir));
 	filters += mmp_tc_detach_everywhere(mmp_instance_tc_id(IPPROTO_UDP, pin_dir));
+	/* The reply-steering filter at an upstream's interface (docs/DESIGN.md §14): ingress only, its own handle. */
+	filters += mmp_tc_detach_everywhere(mmp_instance_steer_id(pin_dir));
 	gates = mmp_xdp_gate_cleanup(pin_dir); /* before the loop below removes the pins that name them */
 	if (dfd >= 0) {
 		d = fdopendir(dup(dfd));
