@@ -76,7 +76,8 @@ static const struct opt_desc {
 	  "instance's pin directory" },
 	{ "ipv4", '4', "ADDR:PORT[-HI]", RUN | CHECK,
 	  "upstream for IPv4 clients (default 127.0.0.1:443); a range as large as -l's maps port LO+k to LO'+k, "
-	  "a single port takes every listen port" },
+	  "a single port takes every listen port; any reachable address (a container, a pod, another host: "
+	  "its replies are steered by tuple, see setup-routing)" },
 	{ "ipv6", '6', "[ADDR]:PORT[-HI]", RUN | CHECK, "upstream for IPv6 clients (default [::1]:443), as -4" },
 	{ "max-ports", OPT_MAX_PORTS, "N", RUN | CHECK,
 	  "the most ports -l LO-HI may serve (default 4096, at most 65535)" },
@@ -165,7 +166,7 @@ static const struct {
 	const char *what;
 } cmds[] = {
 	{ "run", MMP_CMD_RUN, "proxy (the default command)" },
-	{ "check", MMP_CMD_CHECK, "verify capabilities, bpffs, routing; print fixes" },
+	{ "check", MMP_CMD_CHECK, "verify capabilities, bpffs, routing (a spoofed connection to -4/-6); print fixes" },
 	{ "setup-routing", MMP_CMD_SETUP_ROUTING, "add the ip rules/routes and lo sysctls (idempotent)" },
 	{ "cleanup-routing", MMP_CMD_CLEANUP_ROUTING, "remove the ip rules/routes (idempotent)" },
 	{ "stats", MMP_CMD_STATS, "counters and flows from the pinned maps" },
