@@ -95,9 +95,10 @@ def main():
     basenames = {os.path.basename(f) for f in files}
     readable = sorted(files)
     files = files | {'debian/mmproxy-bpf.service'}  # written by debian/rules from scripts/
-    # Generated at build time, cited on purpose.
-    basenames |= {'tc.skel.h', 'udp.skel.h', 'sockmap.skel.h', 'policy.skel.h', 'counters.skel.h',
-                  'sk_lookup.skel.h', 'xdp_gate.skel.h', 'mmproxy-bpf'}
+    # Generated at build time, cited on purpose: one skeleton per BPF source file.
+    basenames |= {os.path.basename(f)[:-len('.bpf.c')] + '.skel.h' for f in files
+                  if f.startswith('bpf/') and f.endswith('.bpf.c')}
+    basenames |= {'mmproxy-bpf'}
     secs = design_sections()
     bad = 0
     for f in readable:
