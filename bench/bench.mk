@@ -28,7 +28,8 @@ UPSTREAM_OBJS := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,upstream $(BENCH_COMMO
 UDPGEN_OBJS   := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
 	udpgen udp_flow udp_stream udp_rr udp_echo udp_report $(LOADGEN_COMMON) \
 	$(BENCH_COMMON)))
-BENCH_TOOLS   := $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream $(BENCH_OUT)/udpgen $(BENCH_OUT)/tc_cost
+BENCH_TOOLS   := $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream $(BENCH_OUT)/udpgen $(BENCH_OUT)/tc_cost \
+	$(BENCH_OUT)/steer_cost
 
 .PHONY: bench-tools bench-tests bench-field bench-scale
 
@@ -51,6 +52,10 @@ $(BENCH_OUT)/udpgen: $(UDPGEN_OBJS)
 
 # The tc program's cost per packet (BPF_PROG_TEST_RUN): needs the skeleton.
 $(BENCH_OUT)/tc_cost: bench/tc_cost.c $(BUILD)/tc.skel.h include/mmp_tc.h | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -Iinclude -I$(BUILD) $(LIBBPF_CFLAGS) -o $@ $< $(LIBBPF_LIBS)
+
+# The reply-steering program's cost per packet (docs/DESIGN.md §14).
+$(BENCH_OUT)/steer_cost: bench/steer_cost.c $(BUILD)/steer.skel.h include/mmp_steer.h | $(BENCH_OUT)
 	$(CC) $(BENCH_CFLAGS) -Iinclude -I$(BUILD) $(LIBBPF_CFLAGS) -o $@ $< $(LIBBPF_LIBS)
 
 $(BENCH_OUT)/test_histogram: $(BENCH_OUT)/test_histogram.o $(BENCH_OUT)/histogram.o
