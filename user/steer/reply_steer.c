@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "lib/config.h"
+#include "lib/handover.h"
 #include "lib/instance.h"
 #include "lib/log.h"
 #include "lib/netlink.h"
@@ -95,6 +97,41 @@ static int upstream_ifindex(const struct sockaddr_storage *target)
 	return oif;
 }
 
+/*
+ * A successor (--takeover, docs/DESIGN.md §15) shares its predecessor's
+ * pinned maps: the predecessor's draining flows keep their tuples, and its
+ * replies stay steered by our program. Any other start makes new maps, so
+ * a killed instance's tuples never outlive it.
+ */
+static int open_and_load(const struct mmp_config *cfg)
+{
+	struct bpf_map *maps[2];
+	int err;
+
+	st.skel = steer_bpf__open();
+	if (!st.skel)
+		return -errno;
+	maps[0] = st.skel->maps.mmp_reply_steer;
+	maps[1] = st.skel->maps.mmp_steer_cnt;
+	for (int i = 0; cfg->takeover && i < 2; i++) {
+		int fd = mmp_open_pin(cfg->pin_dir, bpf_map__name(maps[i]));
+
+		if (fd < 0)
+			continue; /* the predecessor steers nothing: ours are new */
+		err = bpf_map__reuse_fd(maps[i], fd);
+		close(fd);
+		if (err)
+			goto fail;
+	}
+	err = steer_bpf__load(st.skel);
+	if (!err)
+		return 0;
+fail:
+	steer_bpf__destroy(st.skel);
+	st.skel = NULL;
+	return err;
+}
+
 int mmp_steer_open(const struct mmp_config *cfg)
 {
 	return mmp_steer_open_as(cfg, cfg->pin_dir, true);
@@ -113,9 +150,8 @@ int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin
 	}
 	if (!st.ifindex[0] && !st.ifindex[1])
 		return 0; /* every upstream on this host: nothing to steer */
-	st.skel = steer_bpf__open_and_load();
-	if (!st.skel) {
-		err = -errno;
+	err = open_and_load(cfg);
+	if (err) {
 		pr_err("reply steering: failed to load bpf/steer.bpf.c: %s (a kernel with BPF and tc clsact is needed for an upstream beyond loopback)",
 		       strerror(-err));
 		return err;
@@ -123,7 +159,8 @@ int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin
 	snprintf(st.pin_dir, sizeof(st.pin_dir), "%s", pin ? cfg->pin_dir : "");
 	st.map_fd = bpf_map__fd(st.skel->maps.mmp_reply_steer);
 	st.id = mmp_instance_steer_id(id_dir);
-	st.next_owner = 1;
+	/* Owners are unique across a takeover's two processes, which share the map (open_and_load). */
+	st.next_owner = ((uint64_t)getpid() << 32) | 1;
 	for (int i = 0; i < 2; i++)
 		if (st.ifindex[i])
 			mark_ports(port_of(targets[i]), his[i]);
@@ -156,6 +193,8 @@ int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin
 	return err;
 }
 
+static void expire(uint64_t now, bool all);
+
 void mmp_steer_close(void)
 {
 	if (!st.skel)
@@ -163,7 +202,9 @@ void mmp_steer_close(void)
 	for (int i = 0; i < 2; i++)
 		if (st.attached[i])
 			mmp_steer_detach(st.ifindex[i], st.id, st.prog_id);
-	if (st.pin_dir[0]) {
+	if (mmp_handing_over()) { /* the map and its pins are the successor's now: leave it none of our tuples */
+		expire(0, true);
+	} else if (st.pin_dir[0]) {
 		mmp_unpin(st.pin_dir, MMP_STEER_MAP);
 		mmp_unpin(st.pin_dir, MMP_STEER_COUNTERS_MAP);
 	}
@@ -263,18 +304,15 @@ void mmp_steer_release(int proto, const struct sockaddr *client, const struct so
 	pthread_mutex_unlock(&st.lock);
 }
 
-void mmp_steer_tick(void)
+/* Delete the tuples whose linger ended (all of them: at a hand-over, whose map outlives us). */
+static void expire(uint64_t now, bool all)
 {
-	uint64_t now = now_ns();
-
-	if (!st.skel)
-		return;
 	pthread_mutex_lock(&st.lock);
 	while (st.q_len) {
 		struct lingering *l = &st.q[st.q_head];
 		struct mmp_steer_val v;
 
-		if (l->closed_ns + MMP_STEER_LINGER_MS * 1000000ULL > now)
+		if (!all && l->closed_ns + MMP_STEER_LINGER_MS * 1000000ULL > now)
 			break;
 		/* Only if no newer connection took the tuple over meanwhile. */
 		if (!bpf_map_lookup_elem(st.map_fd, &l->key, &v) && v.owner == l->owner && v.closed_ns == l->closed_ns)
@@ -283,4 +321,10 @@ void mmp_steer_tick(void)
 		st.q_len--;
 	}
 	pthread_mutex_unlock(&st.lock);
+}
+
+void mmp_steer_tick(void)
+{
+	if (st.skel)
+		expire(now_ns(), false);
 }
