@@ -40,9 +40,12 @@ int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 	/*
 	 * Best effort: a bigger pipe means fewer syscalls per byte on bulk
 	 * flows. Refused (EPERM) past fs.pipe-user-pages-soft, where pipe2 also
-	 * gave only 2 pages.
+	 * gave only 2 pages. Only with --engine splice: a flow the tc engine
+	 * may take keeps the default 64 KiB, since its hand-off must drain the
+	 * pipe (docs/DESIGN.md §3b, "Bounded queues"), and it charges the user
+	 * a quarter of the pipe pages.
 	 */
-	if (fcntl(p[1], F_SETPIPE_SZ, MMP_SPLICE_PIPE_BYTES) < 0)
+	if (d->relay_only && fcntl(p[1], F_SETPIPE_SZ, MMP_SPLICE_PIPE_BYTES) < 0)
 		resize_err = -errno;
 	sz = fcntl(p[1], F_GETPIPE_SZ);
 	/*

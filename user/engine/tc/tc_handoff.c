@@ -147,6 +147,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 		why = "SO_COOKIE failed";
 	if (why) {
 		mmp_count(loop->counters, MMP_TCP_CNT_tc_ineligible, 1);
+		mmp_tc_unbound_queues(c);
 		pr_debug("tc engine: client %s stays on splice: %s", mmp_conn_client_name(c, a), why);
 		return;
 	}
@@ -371,8 +372,10 @@ static bool reset_during_switch(struct mmp_loop *loop, struct mmp_conn *c, const
 /* Another attempt later, while the flow has attempts left: the next one staged, then backing off. */
 static void retry_later(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	if (T(c)->attempts >= HOLD_ATTEMPTS)
+	if (T(c)->attempts >= HOLD_ATTEMPTS) {
+		mmp_tc_unbound_queues(c); /* on splice for good: its full windows back */
 		return;
+	}
 	T(c)->retry_ms = mmp_now_ms() + (T(c)->attempts == 1 ? HOLD_STAGED_RETRY_MS
 							   : (uint64_t)HOLD_RETRY_MS << (T(c)->attempts - 2));
 	mmp_loop_poll_add(loop, c);

@@ -37,6 +37,28 @@ struct tc_bpf;
 #define HOLD_STAGED_RETRY_MS 10
 #define HOLD_RETRY_MS 500
 #define FREEZE_SETTLE_US 50
+/*
+ * While a flow waits for its hand-off, each proxy socket advertises at most
+ * TC_WAIT_WINDOW and has SO_SNDBUF TC_WAIT_SNDBUF (the kernel doubles it):
+ * what the hand-off must drain stays small (docs/DESIGN.md §3b, "Bounded
+ * queues"). 128 KiB: two of lo's 64 KiB segments; a window below one
+ * segment left flows in persist mode (window probes). TC_SPLICE_BUF: what a
+ * flow that stays on splice gets back (capped by rmem_max / wmem_max);
+ * TC_UNCLAMPED_WINDOW: the largest window (65535 << 14).
+ */
+#ifndef TC_WAIT_WINDOW
+#define TC_WAIT_WINDOW (128 * 1024)
+#endif
+#ifndef TC_WAIT_SNDBUF
+#define TC_WAIT_SNDBUF (64 * 1024)
+#endif
+#define TC_UNCLAMPED_WINDOW (65535 << 14)
+#define TC_SPLICE_BUF (3 * 1024 * 1024)
+/* The longest a hand-off waits for receive queues filled before the bound to drain; the recheck period. */
+#ifndef TC_WAIT_SMALL_MAX_MS
+#define TC_WAIT_SMALL_MAX_MS 200
+#endif
+#define TC_WAIT_SMALL_RECHECK_MS 5
 /* Translated TSvals start this far (ms) above what the receiver last saw. */
 #define TS_MARGIN 100
 /* FIN both ways or RST: entries stay this long for the last ACKs/retransmits. */
@@ -90,6 +112,8 @@ struct mmp_tc {
 /* One connection's hand-off, from the moment splice took it (c->takeover_ctx). */
 struct mmp_tc_conn {
 	bool holding; /* HOLD: the flow's entries are in the maps */
+	bool bounded; /* the sockets' queues are bounded for the hand-off (tc_bound.c) */
+	uint64_t small_by_ms; /* the hand-off starts at the latest then, queues drained or not */
 	bool both_held; /* the second stage of HOLD: window 0 toward both peers */
 	uint8_t first_held; /* MMP_TC_ROLE_HOLD_CONN1 (the LB) or _CONN2 (the upstream): held first */
 	uint8_t quiet; /* consecutive quiet checks */
@@ -172,6 +196,12 @@ int mmp_tc_collect_step(struct mmp_tc *tc, uint64_t linger_ns, uint32_t max_entr
  * was held, or another negative errno.
  */
 int mmp_tc_unspoofed_source(struct mmp_tc *tc, const struct sockaddr *upstream, struct sockaddr_storage *src);
+
+/* tc_bound.c: bound both sockets' queues while the flow waits for its hand-off; lift them when it stays on splice. */
+void mmp_tc_bound_queues(struct mmp_conn *c);
+void mmp_tc_unbound_queues(struct mmp_conn *c);
+/* Both receive queues are within their bound (or waited for long enough): a hand-off may start. */
+bool mmp_tc_queues_small(struct mmp_conn *c);
 
 /* tc_handoff.c */
 /* Start the hand-off of a spliced connection. On ineligibility logs why (-v 2) and leaves c on splice. */

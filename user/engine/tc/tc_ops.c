@@ -82,6 +82,7 @@ static int tc_start(struct mmp_loop *loop, struct mmp_conn *c)
 	if (!t)
 		return -ENOMEM; /* the flow stays on splice */
 	c->takeover_ctx = t;
+	mmp_tc_bound_queues(c);
 	if (!tc_of(c)->cfg->tc_handoff_delay_ms) {
 		mmp_tc_begin(loop, c);
 		return 0;
@@ -100,6 +101,11 @@ static void retry(struct mmp_loop *loop, struct mmp_conn *c)
 	if (c->state != CONN_SPLICING || !t->retry_ms)
 		return;
 	if (mmp_now_ms() < t->retry_ms) {
+		mmp_loop_poll_add(loop, c);
+		return;
+	}
+	if (!mmp_tc_queues_small(c)) {
+		t->retry_ms = mmp_now_ms() + TC_WAIT_SMALL_RECHECK_MS;
 		mmp_loop_poll_add(loop, c);
 		return;
 	}
