@@ -613,6 +613,14 @@ static __always_inline int deliver(struct __sk_buff *skb, const struct mmp_tc_di
 	return bpf_redirect_neigh(d->redirect_ifindex, NULL, 0, 0);
 }
 
+/*
+ * The upstream connection's SO_MARK (-m), set by userspace before load: a
+ * translated client -> upstream segment stands for one the proxy's upstream
+ * socket would have sent, so it carries the same mark for fwmark routing
+ * rules and netfilter (docs/DESIGN.md §3b, eligibility). 0: none.
+ */
+const volatile __u32 mmp_tc_upstream_mark = 0;
+
 /* SPLICE: rewrite a peer's segment into the other connection. */
 static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struct mmp_tc_stats *st, int dir,
 				     const struct mmp_tc_dir *d, const struct mmp_tc_dir *other, bool reset)
@@ -666,6 +674,8 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 	}
 	update_stats(st, dir, p, flags, ack, d, reset);
 	count(MMP_TC_CNT_TRANSLATED);
+	if (dir == 0 && mmp_tc_upstream_mark)
+		skb->mark = mmp_tc_upstream_mark;
 	return deliver(skb, d);
 }
 

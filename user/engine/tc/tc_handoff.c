@@ -35,7 +35,7 @@
 #define OPT_MATCH (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_ECN | TCPI_OPT_WSCALE)
 
 /* NULL when the pair can be spliced at the packet level, else why not. */
-static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_cfg_mark)
+static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c)
 {
 	struct tcp_info a, b;
 	bool local_lb;
@@ -51,8 +51,6 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c, uint32_t w_
 		return "the two connections negotiated different options (timestamps, SACK, ECN or window scaling)";
 	if ((b.tcpi_options & TCPI_OPT_WSCALE) && b.tcpi_rcv_wscale < a.tcpi_snd_wscale)
 		return "the upstream connection's window scale is below the load balancer's";
-	if (w_cfg_mark)
-		return "SO_MARK (-m) is set: marks and netfilter do not apply to packet-level splicing";
 	if (mmp_tc_addr_of(c->client.fd, true, &l))
 		return "getpeername failed";
 	/* A remote load balancer needs the hooks on the interface its packets use. */
@@ -131,7 +129,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 
 	if (c->state != CONN_SPLICING)
 		return;
-	why = ineligible(tc, c, tc->cfg->mark);
+	why = ineligible(tc, c);
 	/*
 	 * The translated segments are redirected into lo and the upstream's out
 	 * of lo; an upstream beyond loopback would need bpf_redirect_neigh between

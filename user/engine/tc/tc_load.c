@@ -240,6 +240,7 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_flows, cfg->tc_max_flows);
 	/* IPv4 ICMP errors go to the upstream's address only where lo accepts them (bpf/tc_icmp.h). */
 	tc->skel->rodata->icmp4_to_upstream = mmp_lo_sysctls_ok();
+	tc->skel->rodata->mmp_tc_upstream_mark = cfg->mark;
 	err = adopt_pins(tc);
 	if (err) {
 		/* Pins of another layout are refused, not removed: `cleanup` does that. */
