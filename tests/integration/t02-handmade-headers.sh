@@ -84,7 +84,12 @@ mmp_stop
 # -m MARK: the upstream sockets carry SO_MARK (what a fwmark routing rule
 # needs). ss -e shows it as fwmark:0x7b while a connection is open.
 case_begin "4g -m 123: the upstream connection carries SO_MARK 123"
+# The tc engine hands marked flows to the kernel too (t61), closing the
+# upstream socket: keep this one on splice long enough to read it.
+saved_delay=${MMP_TC_HANDOFF_DELAY:-}
+MMP_TC_HANDOFF_DELAY=60000
 t_require mmp_start -m 123
+MMP_TC_HANDOFF_DELAY=$saved_delay
 next_port p
 # Hold one connection open: the client waits (up to 3 s) for a close that
 # never comes, and is stopped once ss has been read.
