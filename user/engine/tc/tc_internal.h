@@ -114,6 +114,7 @@ struct mmp_tc_conn {
 	bool holding; /* HOLD: the flow's entries are in the maps */
 	bool bounded; /* the sockets' queues are bounded for the hand-off (tc_bound.c) */
 	uint64_t small_by_ms; /* the hand-off starts at the latest then, queues drained or not */
+	uint64_t bound_ms; /* the queues are bounded from then on (half of --tc-handoff-delay) */
 	bool both_held; /* the second stage of HOLD: window 0 toward both peers */
 	uint8_t first_held; /* MMP_TC_ROLE_HOLD_CONN1 (the LB) or _CONN2 (the upstream): held first */
 	uint8_t quiet; /* consecutive quiet checks */

@@ -82,12 +82,18 @@ static int tc_start(struct mmp_loop *loop, struct mmp_conn *c)
 	if (!t)
 		return -ENOMEM; /* the flow stays on splice */
 	c->takeover_ctx = t;
-	mmp_tc_bound_queues(c);
 	if (!tc_of(c)->cfg->tc_handoff_delay_ms) {
+		mmp_tc_bound_queues(c);
 		mmp_tc_begin(loop, c);
 		return 0;
 	}
-	/* The retry timer doubles as the delay: attempts 0 marks a first try. */
+	/*
+	 * The queues are bounded halfway through the delay, not now: a
+	 * connection that ends sooner (connrate, HTTP close) never pays the
+	 * eight syscalls (docs/DESIGN.md §3b, "Bounded queues"). The retry
+	 * timer doubles as the delay: attempts 0 marks a first try.
+	 */
+	t->bound_ms = mmp_now_ms() + (uint64_t)tc_of(c)->cfg->tc_handoff_delay_ms / 2;
 	t->retry_ms = mmp_now_ms() + (uint64_t)tc_of(c)->cfg->tc_handoff_delay_ms;
 	mmp_loop_poll_add(loop, c);
 	return 0;
@@ -100,6 +106,8 @@ static void retry(struct mmp_loop *loop, struct mmp_conn *c)
 
 	if (c->state != CONN_SPLICING || !t->retry_ms)
 		return;
+	if (!t->bounded && !t->attempts && mmp_now_ms() >= t->bound_ms)
+		mmp_tc_bound_queues(c);
 	if (mmp_now_ms() < t->retry_ms) {
 		mmp_loop_poll_add(loop, c);
 		return;
