@@ -193,12 +193,12 @@ int mmp_verdict(struct __sk_buff *skb)
 		__s32 seen = (__s32)(d->seq_next - seq);
 
 		if (d->seq_valid && seen > 0) {
-			count(MMP_CNT_DUPLICATE_BYTES, seen < (__s32)len ? seen : len);
+			count(MMP_CNT_DUPLICATE_BYTES_DROPPED, seen < (__s32)len ? seen : len);
 			d->duplicates += seen < (__s32)len ? seen : len;
 			if (seen >= (__s32)len)
 				return SK_DROP;
 			if (strip_front(skb, seen)) {
-				count(MMP_CNT_REDIRECT_FAILED, 1);
+				count(MMP_CNT_STRIP_FAILURES, 1);
 				return SK_DROP;
 			}
 			len = skb->len;
@@ -215,15 +215,15 @@ int mmp_verdict(struct __sk_buff *skb)
 		if (len <= skip) {
 			/* All header: drop it; TCP still counts it as read. */
 			d->skip = skip - len;
-			count(MMP_CNT_HEADER_BYTES, len);
+			count(MMP_CNT_HEADER_BYTES_STRIPPED, len);
 			return SK_DROP;
 		}
 		if (strip_front(skb, skip)) {
-			count(MMP_CNT_REDIRECT_FAILED, 1);
+			count(MMP_CNT_STRIP_FAILURES, 1);
 			return SK_DROP;
 		}
 		d->skip = 0;
-		count(MMP_CNT_HEADER_BYTES, skip);
+		count(MMP_CNT_HEADER_BYTES_STRIPPED, skip);
 		len = skb->len;
 	}
 	d->bytes += len;
@@ -238,7 +238,7 @@ int mmp_verdict(struct __sk_buff *skb)
 	if (written >= 0 && d->redirected + sd->forwarded - written > max_queued) {
 		d->paused = 1;
 		started_holding = true;
-		count(MMP_CNT_PAUSES, 1);
+		count(MMP_CNT_BACKPRESSURE_PAUSES, 1);
 		goto hold;
 	}
 	d->redirected += len;
@@ -247,7 +247,7 @@ int mmp_verdict(struct __sk_buff *skb)
 
 hold:
 	d->passed += len;
-	count(MMP_CNT_PASSED_BYTES, len);
+	count(MMP_CNT_HELD_BACK_BYTES, len);
 	/*
 	 * Only the start of a pause notifies: the worker then watches the socket
 	 * for data until it sees paused == 0, and a pause ends only once it has
@@ -258,7 +258,7 @@ hold:
 	return SK_PASS;
 no_flow:
 	/* Not ours (or being torn down): leave it to the socket's reader. */
-	count(MMP_CNT_NO_FLOW, 1);
+	count(MMP_CNT_VERDICTS_WITHOUT_FLOW, 1);
 	return SK_PASS;
 }
 

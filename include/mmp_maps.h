@@ -117,16 +117,16 @@ struct mmp_sockdir {
  * names `stats` and the metrics endpoint print, and their descriptions.
  */
 #define MMP_SOCKMAP_COUNTERS(X)                                                               \
-	X(REDIRECTED_BYTES, redirected_bytes, "bytes redirected from one socket to its peer")      \
-	X(PASSED_BYTES, held_back_bytes, "bytes held back over the budget (forwarded later)")     \
-	X(HEADER_BYTES, header_bytes_stripped, "PROXY header bytes stripped in the kernel")       \
-	X(PAUSES, backpressure_pauses, "times a direction paused for backpressure")               \
-	X(NO_FLOW, verdicts_without_flow, "verdicts for a socket without a flow entry")           \
-	X(REDIRECT_FAILED, strip_failures, "redirects or header strips that failed")             \
-	X(DUPLICATE_BYTES, duplicate_bytes_dropped, "bytes the kernel handed to the verdict twice")
+	X(REDIRECTED_BYTES, "redirected_bytes", "bytes redirected from one socket to its peer")      \
+	X(HELD_BACK_BYTES, "held_back_bytes", "bytes held back over the budget (forwarded later)")     \
+	X(HEADER_BYTES_STRIPPED, "header_bytes_stripped", "PROXY header bytes stripped in the kernel")       \
+	X(BACKPRESSURE_PAUSES, "backpressure_pauses", "times a direction paused for backpressure")               \
+	X(VERDICTS_WITHOUT_FLOW, "verdicts_without_flow", "verdicts for a socket without a flow entry")           \
+	X(STRIP_FAILURES, "strip_failures", "redirects or header strips that failed")             \
+	X(DUPLICATE_BYTES_DROPPED, "duplicate_bytes_dropped", "bytes the kernel handed to the verdict twice")
 
 enum mmp_counter {
-#define MMP_SOCKMAP_X_ENUM(id, name, desc) MMP_CNT_##id,
+#define MMP_SOCKMAP_X_ENUM(id, name, help) MMP_CNT_##id,
 	MMP_SOCKMAP_COUNTERS(MMP_SOCKMAP_X_ENUM)
 #undef MMP_SOCKMAP_X_ENUM
 	MMP_CNT_MAX,

@@ -160,22 +160,22 @@ struct mmp_tc_sock_query {
 
 /* The TC programs' counters (mmp_tc_counters): enum, names and descriptions in one list. */
 #define MMP_TC_COUNTERS(X)                                                                          \
-	X(TRANSLATED, packets_translated, "packets rewritten from one connection into the other")      \
-	X(HELD, zero_window_segments, "proxy segments whose window was forced to 0 (hand-off hold)")  \
-	X(REDIRECT_FAILED, rewrite_failures, "packets whose rewrite or redirect failed")               \
-	X(NOT_TCP_OR_FRAGMENT, ipv4_fragments_passed, "IPv4 fragments passed untouched")               \
-	X(FREEZE_DROPS, freeze_drops, "peer segments dropped while the sockets froze")                 \
-	X(FROZEN_ACKS_DROPPED, frozen_socket_acks_dropped, "pure ACKs the frozen sockets sent: dropped, the switch re-sends them") \
-	X(TUPLE_REUSED, tuples_reused_by_syn, "SYNs that reused an ended flow's tuple")                \
-	X(ICMP_TRANSLATED, icmp_errors_translated, "ICMP errors about conn1 segments turned into the upstream's") \
-	X(RST_DROPPED, rsts_out_of_window_dropped, "RSTs outside the receiver's window: dropped")       \
-	X(RST_CHALLENGED, rsts_in_window_passed, "in-window RSTs not at snd_nxt: passed, the endpoint challenges them") \
-	X(SYN_CHALLENGED, syns_on_live_flows_passed, "SYNs on a live flow: passed, the endpoint challenges them") \
-	X(WRONG_IFACE, packets_on_another_interface, "a flow's tuple on another interface: not translated") \
-	X(BAD_IP_HEADER, bad_ip_headers_passed, "IP headers with another version than their ethertype's, or an IPv4 IHL under 5: passed untouched")
+	X(TRANSLATED, "packets_translated", "packets rewritten from one connection into the other")      \
+	X(HELD, "zero_window_segments", "proxy segments whose window was forced to 0 (hand-off hold)")  \
+	X(REDIRECT_FAILED, "rewrite_failures", "packets whose rewrite or redirect failed")               \
+	X(NOT_TCP_OR_FRAGMENT, "ipv4_fragments_passed", "IPv4 fragments passed untouched")               \
+	X(FREEZE_DROPS, "freeze_drops", "peer segments dropped while the sockets froze")                 \
+	X(FROZEN_ACKS_DROPPED, "frozen_socket_acks_dropped", "pure ACKs the frozen sockets sent: dropped, the switch re-sends them") \
+	X(TUPLE_REUSED, "tuples_reused_by_syn", "SYNs that reused an ended flow's tuple")                \
+	X(ICMP_TRANSLATED, "icmp_errors_translated", "ICMP errors about conn1 segments turned into the upstream's") \
+	X(RST_DROPPED, "rsts_out_of_window_dropped", "RSTs outside the receiver's window: dropped")       \
+	X(RST_CHALLENGED, "rsts_in_window_passed", "in-window RSTs not at snd_nxt: passed, the endpoint challenges them") \
+	X(SYN_CHALLENGED, "syns_on_live_flows_passed", "SYNs on a live flow: passed, the endpoint challenges them") \
+	X(WRONG_IFACE, "packets_on_another_interface", "a flow's tuple on another interface: not translated") \
+	X(BAD_IP_HEADER, "bad_ip_headers_passed", "IP headers with another version than their ethertype's, or an IPv4 IHL under 5: passed untouched")
 
 enum mmp_tc_counter {
-#define MMP_TC_X_ENUM(id, name, desc) MMP_TC_CNT_##id,
+#define MMP_TC_X_ENUM(id, name, help) MMP_TC_CNT_##id,
 	MMP_TC_COUNTERS(MMP_TC_X_ENUM)
 #undef MMP_TC_X_ENUM
 	MMP_TC_CNT_MAX,

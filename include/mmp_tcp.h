@@ -4,8 +4,10 @@
  * whose BTF-defined ARRAY mmp_tcp_cnt (one struct mmp_tcp_counters) the
  * control plane writes once a second, so that `mmproxy-bpf stats` and
  * `bpftool map dump pinned DIR/mmp_tcp_cnt` read them by name. One list
- * (as UDP's in mmp_udp.h) gives the struct, the enum, the names and the
- * descriptions; the label is the exit log's "totals:" wording.
+ * X(id, name, help), the shape of every counter family, gives the struct,
+ * the enum, and (through user/lib/counter_table.c) the names and
+ * descriptions everything prints; the exit log's "totals:" wording is the
+ * name with spaces (user/core/counters.c).
  */
 #ifndef MMP_TCP_H
 #define MMP_TCP_H
@@ -14,41 +16,41 @@
 
 #define MMP_TCP_COUNTERS(X) \
 	X(accepted, "accepted", "connections accepted from load balancers")                                     \
-	X(refused_source, "refused source", "connections refused: load balancer not in the allowed subnets")          \
-	X(refused_client, "refused client", "connections refused: the header named a client no real one can have")   \
-	X(bad_header, "bad header", "connections closed: invalid PROXY header")                                  \
-	X(header_timeout, "header timeout", "connections closed: no complete PROXY header within --header-timeout")   \
-	X(upstream_failed, "upstream failed", "connections closed: the upstream connect failed or timed out")          \
+	X(refused_source, "refused_source", "connections refused: load balancer not in the allowed subnets")          \
+	X(refused_client, "refused_client", "connections refused: the header named a client no real one can have")   \
+	X(bad_header, "bad_header", "connections closed: invalid PROXY header")                                  \
+	X(header_timeout, "header_timeout", "connections closed: no complete PROXY header within --header-timeout")   \
+	X(upstream_failed, "upstream_failed", "connections closed: the upstream connect failed or timed out")          \
 	X(spliced, "spliced", "connections handed to an engine")                                              \
-	X(resets_forwarded, "resets forwarded", "resets forwarded from one side to the other")                          \
+	X(resets_forwarded, "resets_forwarded", "resets forwarded from one side to the other")                          \
 	X(active, "active", "connections open now")                                                          \
-	X(sockmap_flows, "sockmap", "connections handed to the sockmap engine")                                \
-	X(sockmap_fallbacks, "fallbacks", "connections the sockmap engine refused: spliced instead")             \
-	X(tc_flows, "tc", "flows the tc engine took over (spliced in the kernel)")                        \
-	X(tc_ineligible, "tc ineligible", "flows the tc engine could not take: stayed on splice")                    \
-	X(tc_aborted, "tc aborted", "tc hand-offs given up: the flow stayed on splice")                           \
-	X(tc_short, "tc short", "flows that ended on splice before their tc hand-off began")                 \
-	X(refused_pending, "refused pending", "connections refused: --max-pending connections were pending")          \
-	X(refused_pending_source, "refused pending source",                                                     \
+	X(sockmap_flows, "sockmap_flows", "connections handed to the sockmap engine")                                \
+	X(sockmap_fallbacks, "sockmap_fallbacks", "connections the sockmap engine refused: spliced instead")             \
+	X(tc_flows, "tc_flows", "flows the tc engine took over (spliced in the kernel)")                        \
+	X(tc_ineligible, "tc_ineligible", "flows the tc engine could not take: stayed on splice")                    \
+	X(tc_aborted, "tc_aborted", "tc hand-offs given up: the flow stayed on splice")                           \
+	X(tc_short, "tc_short", "flows that ended on splice before their tc hand-off began")                 \
+	X(refused_pending, "refused_pending", "connections refused: --max-pending connections were pending")          \
+	X(refused_pending_source, "refused_pending_source",                                                     \
 	  "connections refused: their load balancer had --max-pending-per-source pending")                          \
-	X(closed_idle, "closed idle", "connections closed: no data either way for --idle-timeout")              \
-	X(refused_endpoint, "refused endpoint",                                                                 \
+	X(closed_idle, "closed_idle", "connections closed: no data either way for --idle-timeout")              \
+	X(refused_endpoint, "refused_endpoint",                                                                 \
 	  "connections refused: the PROXY header names no endpoint of --allowed-endpoints")                     \
-	X(pipe_fallbacks, "pipe fallbacks",                                                                     \
+	X(pipe_fallbacks, "pipe_fallbacks",                                                                     \
 	  "spliced connections copied through userspace: no pipe could be had (fs.pipe-user-pages-*, open files)") \
 	X(steered, "steered",                                                                                   \
 	  "upstream connections beyond loopback whose replies are steered to the proxy by tuple")                  \
-	X(tc_beyond_loopback, "tc beyond loopback",                                                             \
+	X(tc_beyond_loopback, "tc_beyond_loopback",                                                             \
 	  "flows the tc engine left on splice: their upstream is beyond loopback (no cross-interface splice yet)")
 
 struct mmp_tcp_counters {
-#define MMP_TCP_X_FIELD(name, label, desc) __u64 name;
+#define MMP_TCP_X_FIELD(id, name, help) __u64 id;
 	MMP_TCP_COUNTERS(MMP_TCP_X_FIELD)
 #undef MMP_TCP_X_FIELD
 };
 
 enum mmp_tcp_counter {
-#define MMP_TCP_X_ENUM(name, label, desc) MMP_TCP_CNT_##name,
+#define MMP_TCP_X_ENUM(id, name, help) MMP_TCP_CNT_##id,
 	MMP_TCP_COUNTERS(MMP_TCP_X_ENUM)
 #undef MMP_TCP_X_ENUM
 	MMP_TCP_CNT_MAX,

@@ -218,57 +218,57 @@ struct mmp_udp_flow {
  * logged (rate-limited) at -v 1.
  */
 #define MMP_UDP_COUNTERS(X)                                                                         \
-	X(rx_dgrams, "datagrams received from load balancers")                                      \
-	X(rx_bytes, "bytes received from load balancers, headers included")                          \
-	X(fwd_dgrams, "datagrams forwarded to upstreams")                                           \
-	X(fwd_bytes, "payload bytes forwarded to upstreams")                                        \
-	X(reply_dgrams, "replies received from upstreams")                                          \
-	X(reply_bytes, "payload bytes of replies received from upstreams")                          \
-	X(sent_dgrams, "replies sent to load balancers")                                            \
-	X(sent_bytes, "bytes of replies sent to load balancers, headers included")                  \
-	X(flows_created, "flows opened")                                                            \
-	X(flows_idle, "flows closed after --close-after seconds idle")                              \
-	X(flows_replaced, "flows closed because their load-balancer ip:port now carries another client") \
-	X(flows_moved, "flows whose client arrived from a new load-balancer ip:port")               \
-	X(flows_evicted, "flows closed because another listener thread took their client")          \
-	X(flows_active, "flows open now")                                                           \
-	X(flows_fast, "flows open now whose datagrams the kernel moves (fast path)")                \
-	X(fast_fwd_dgrams, "datagrams forwarded to upstreams in the kernel (not in fwd_dgrams)")    \
-	X(fast_reply_dgrams, "replies sent to load balancers in the kernel (not in sent_dgrams)")   \
-	X(fast_passed, "datagrams the fast path left to userspace (header for another client...)")  \
-	X(fast_errors, "datagrams the fast path dropped: a helper failed")                          \
-	X(fast_held, "datagrams dropped in a hand-over to the kernel that userspace could not keep up with") \
-	X(fast_wrong_ifindex, "datagrams with a fast flow's addresses on another interface: left untouched (spoofed?)") \
-	X(drop_not_allowed, "dropped: load balancer not in the allowed subnets")                    \
-	X(drop_truncated, "dropped: header cut short")                                             \
-	X(drop_bad_header, "dropped: invalid header (signature, version, command, TLVs, CRC32C)")   \
-	X(drop_wrong_family, "dropped: header address family is not IPv4 or IPv6")                 \
-	X(drop_wrong_transport, "dropped: header transport is not DGRAM")                           \
-	X(drop_bad_length, "dropped: header length does not fit the datagram or the address block") \
-	X(drop_bad_client, "dropped: client address unusable (port 0, unspecified, multicast)")     \
-	X(drop_client_policy, "dropped: header names a loopback client from a remote LB, or the upstream itself") \
-	X(drop_move_refused, "dropped: header moves a client's replies to another LB address outside -a") \
-	X(drop_no_header, "dropped: no header where --udp-header requires one")                     \
-	X(drop_no_flow, "dropped: no header and no flow for that load-balancer ip:port")            \
-	X(drop_too_big, "dropped: datagram larger than the receive buffer")                         \
-	X(drop_flow_limit, "dropped: flow limit reached (open-files limit)")                        \
-	X(drop_lb_quota, "dropped: the load balancer has --udp-max-flows-per-lb flows open")         \
-	X(drop_upstream_socket, "dropped: the upstream socket could not be opened or bound")        \
-	X(drop_fwd_send, "dropped: sending to the upstream failed")                                 \
-	X(drop_reply_send, "dropped: sending a reply to the load balancer failed")                  \
-	X(upstream_errors, "ICMP errors from upstreams (e.g. port unreachable)")                    \
-	X(drop_endpoint, "dropped: the header names no endpoint of --allowed-endpoints")             \
-	X(flows_steered, "flows to an upstream beyond loopback: replies steered by tuple, relayed in userspace") \
-	X(drop_steer, "dropped: the reply tuple could not be recorded for steering (map full, tuple in use)")
+	X(rx_dgrams, "rx_dgrams", "datagrams received from load balancers")                                      \
+	X(rx_bytes, "rx_bytes", "bytes received from load balancers, headers included")                          \
+	X(fwd_dgrams, "fwd_dgrams", "datagrams forwarded to upstreams")                                           \
+	X(fwd_bytes, "fwd_bytes", "payload bytes forwarded to upstreams")                                        \
+	X(reply_dgrams, "reply_dgrams", "replies received from upstreams")                                          \
+	X(reply_bytes, "reply_bytes", "payload bytes of replies received from upstreams")                          \
+	X(sent_dgrams, "sent_dgrams", "replies sent to load balancers")                                            \
+	X(sent_bytes, "sent_bytes", "bytes of replies sent to load balancers, headers included")                  \
+	X(flows_created, "flows_created", "flows opened")                                                            \
+	X(flows_idle, "flows_idle", "flows closed after --close-after seconds idle")                              \
+	X(flows_replaced, "flows_replaced", "flows closed because their load-balancer ip:port now carries another client") \
+	X(flows_moved, "flows_moved", "flows whose client arrived from a new load-balancer ip:port")               \
+	X(flows_evicted, "flows_evicted", "flows closed because another listener thread took their client")          \
+	X(flows_active, "flows_active", "flows open now")                                                           \
+	X(flows_fast, "flows_fast", "flows open now whose datagrams the kernel moves (fast path)")                \
+	X(fast_fwd_dgrams, "fast_fwd_dgrams", "datagrams forwarded to upstreams in the kernel (not in fwd_dgrams)")    \
+	X(fast_reply_dgrams, "fast_reply_dgrams", "replies sent to load balancers in the kernel (not in sent_dgrams)")   \
+	X(fast_passed, "fast_passed", "datagrams the fast path left to userspace (header for another client...)")  \
+	X(fast_errors, "fast_errors", "datagrams the fast path dropped: a helper failed")                          \
+	X(fast_held, "fast_held", "datagrams dropped in a hand-over to the kernel that userspace could not keep up with") \
+	X(fast_wrong_ifindex, "fast_wrong_ifindex", "datagrams with a fast flow's addresses on another interface: left untouched (spoofed?)") \
+	X(drop_not_allowed, "drop_not_allowed", "dropped: load balancer not in the allowed subnets")                    \
+	X(drop_truncated, "drop_truncated", "dropped: header cut short")                                             \
+	X(drop_bad_header, "drop_bad_header", "dropped: invalid header (signature, version, command, TLVs, CRC32C)")   \
+	X(drop_wrong_family, "drop_wrong_family", "dropped: header address family is not IPv4 or IPv6")                 \
+	X(drop_wrong_transport, "drop_wrong_transport", "dropped: header transport is not DGRAM")                           \
+	X(drop_bad_length, "drop_bad_length", "dropped: header length does not fit the datagram or the address block") \
+	X(drop_bad_client, "drop_bad_client", "dropped: client address unusable (port 0, unspecified, multicast)")     \
+	X(drop_client_policy, "drop_client_policy", "dropped: header names a loopback client from a remote LB, or the upstream itself") \
+	X(drop_move_refused, "drop_move_refused", "dropped: header moves a client's replies to another LB address outside -a") \
+	X(drop_no_header, "drop_no_header", "dropped: no header where --udp-header requires one")                     \
+	X(drop_no_flow, "drop_no_flow", "dropped: no header and no flow for that load-balancer ip:port")            \
+	X(drop_too_big, "drop_too_big", "dropped: datagram larger than the receive buffer")                         \
+	X(drop_flow_limit, "drop_flow_limit", "dropped: flow limit reached (open-files limit)")                        \
+	X(drop_lb_quota, "drop_lb_quota", "dropped: the load balancer has --udp-max-flows-per-lb flows open")         \
+	X(drop_upstream_socket, "drop_upstream_socket", "dropped: the upstream socket could not be opened or bound")        \
+	X(drop_fwd_send, "drop_fwd_send", "dropped: sending to the upstream failed")                                 \
+	X(drop_reply_send, "drop_reply_send", "dropped: sending a reply to the load balancer failed")                  \
+	X(upstream_errors, "upstream_errors", "ICMP errors from upstreams (e.g. port unreachable)")                    \
+	X(drop_endpoint, "drop_endpoint", "dropped: the header names no endpoint of --allowed-endpoints")             \
+	X(flows_steered, "flows_steered", "flows to an upstream beyond loopback: replies steered by tuple, relayed in userspace") \
+	X(drop_steer, "drop_steer", "dropped: the reply tuple could not be recorded for steering (map full, tuple in use)")
 
 struct mmp_udp_counters {
-#define MMP_UDP_X_FIELD(name, desc) __u64 name;
+#define MMP_UDP_X_FIELD(id, name, help) __u64 id;
 	MMP_UDP_COUNTERS(MMP_UDP_X_FIELD)
 #undef MMP_UDP_X_FIELD
 };
 
 enum mmp_udp_counter {
-#define MMP_UDP_X_ENUM(name, desc) MMP_UDP_CNT_##name,
+#define MMP_UDP_X_ENUM(id, name, help) MMP_UDP_CNT_##id,
 	MMP_UDP_COUNTERS(MMP_UDP_X_ENUM)
 #undef MMP_UDP_X_ENUM
 	MMP_UDP_CNT_MAX,

@@ -23,18 +23,6 @@
 #include "engine/tc/tc_engine.h"
 #include "udp/udp_stats.h"
 
-static const char *const counter_names[MMP_CNT_MAX] = {
-#define X(id, name, desc) [MMP_CNT_##id] = #name,
-	MMP_SOCKMAP_COUNTERS(X)
-#undef X
-};
-
-static const struct mmp_counter_name tcp_names[MMP_TCP_CNT_MAX] = {
-#define X(name, label, desc) [MMP_TCP_CNT_##name] = { #name, desc },
-	MMP_TCP_COUNTERS(X)
-#undef X
-};
-
 static void print_tcp_counters(int fd)
 {
 	struct mmp_tcp_counters c;
@@ -42,15 +30,8 @@ static void print_tcp_counters(int fd)
 
 	if (bpf_map_lookup_elem(fd, &zero, &c))
 		return;
-	mmp_counters_print(stdout, "tcp counters (refreshed every second):", tcp_names, (const uint64_t *)&c,
-			   MMP_TCP_CNT_MAX);
+	mmp_counters_print(stdout, "tcp counters (refreshed every second):", MMP_FAM_TCP, (const uint64_t *)&c);
 }
-
-static const struct mmp_counter_name xdp_names[MMP_XDP_CNT_MAX] = {
-#define X(name, desc) [MMP_XDP_CNT_##name] = { #name, desc },
-	MMP_XDP_COUNTERS(X)
-#undef X
-};
 
 /* The XDP gate's verdicts (per-CPU, summed): one line each. */
 static void print_xdp_counters(int fd)
@@ -59,7 +40,7 @@ static void print_xdp_counters(int fd)
 
 	for (uint32_t i = 0; i < MMP_XDP_CNT_MAX; i++)
 		mmp_percpu_sum(fd, i, &v[i]);
-	mmp_counters_print(stdout, "xdp gate counters:", xdp_names, v, MMP_XDP_CNT_MAX);
+	mmp_counters_print(stdout, "xdp gate counters:", MMP_FAM_XDP, v);
 }
 
 static int count_entries(int fd, size_t key_size)
@@ -76,14 +57,15 @@ static int count_entries(int fd, size_t key_size)
 	return n;
 }
 
-static void print_counters(int fd)
+/* A per-CPU array of counters (sockmap's, tc's): name and sum, one line each. */
+static void print_percpu(int fd, const char *title, enum mmp_family f)
 {
-	printf("sockmap counters:\n");
-	for (uint32_t i = 0; i < MMP_CNT_MAX; i++) {
+	printf("%s\n", title);
+	for (uint32_t i = 0; i < mmp_families[f].n; i++) {
 		uint64_t sum;
 
 		if (!mmp_percpu_sum(fd, i, &sum))
-			printf("  %-24s %llu\n", counter_names[i], (unsigned long long)sum);
+			printf("  %-24s %llu\n", mmp_counter_name(f, i), (unsigned long long)sum);
 	}
 }
 
@@ -122,22 +104,6 @@ static const char *fmt_tuple(const struct mmp_tc_tuple *t, char *buf, size_t len
 	else
 		snprintf(buf, len, "[%s]:%u -> [%s]:%u", s, ntohs(t->sport), d, ntohs(t->dport));
 	return buf;
-}
-
-static void print_tc_counters(int fd)
-{
-	static const char *const names[MMP_TC_CNT_MAX] = {
-#define X(id, name, desc) [MMP_TC_CNT_##id] = #name,
-		MMP_TC_COUNTERS(X)
-#undef X
-	};
-	printf("tc counters:\n");
-	for (uint32_t i = 0; i < MMP_TC_CNT_MAX; i++) {
-		uint64_t sum;
-
-		if (!mmp_percpu_sum(fd, i, &sum))
-			printf("  %-24s %llu\n", names[i], (unsigned long long)sum);
-	}
 }
 
 /* Each spliced flow: the load balancer's tuple, the upstream's, deltas, traffic. */
@@ -210,9 +176,9 @@ int mmp_stats_command(const char *pin_dir)
 	if (xdp_counters >= 0)
 		print_xdp_counters(xdp_counters);
 	if (counters >= 0)
-		print_counters(counters);
+		print_percpu(counters, "sockmap counters:", MMP_FAM_SOCKMAP);
 	if (tc_counters >= 0)
-		print_tc_counters(tc_counters);
+		print_percpu(tc_counters, "tc counters:", MMP_FAM_TC);
 	if (tc_flows >= 0)
 		print_tc_flows(tc_flows);
 	if (flows >= 0)

@@ -10,7 +10,7 @@ static void counters(struct mmp_json *j, const char *key, const struct mmp_snaps
 
 	mmp_json_begin(j, key);
 	for (unsigned int i = 0; i < d->n; i++)
-		mmp_json_u64(j, d->names[i], s->v[f][i]);
+		mmp_json_u64(j, d->c[i].name, s->v[f][i]);
 	mmp_json_end(j);
 }
 

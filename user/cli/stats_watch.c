@@ -18,7 +18,7 @@ static void print_family(const struct mmp_snapshot *s, const struct mmp_snapshot
 		/* Gauges (active, flows_*) can fall: show the change signed. */
 		double rate = secs > 0 ? ((double)v - (double)p) / secs : 0;
 
-		printf("  %-24s %16llu %12.1f/s\n", d->names[i], (unsigned long long)v, rate);
+		printf("  %-24s %16llu %12.1f/s\n", d->c[i].name, (unsigned long long)v, rate);
 	}
 }
 

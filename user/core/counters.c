@@ -5,15 +5,31 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "core/counters.h"
+#include "lib/counter_table.h"
 #include "lib/log.h"
 #include "lib/pins.h"
 #include "counters.skel.h"
 
-static const char *const labels[MMP_TCP_CNT_MAX] = {
-#define X(name, label, desc) [MMP_TCP_CNT_##name] = label,
-	MMP_TCP_COUNTERS(X)
-#undef X
+/*
+ * The exit log's "totals:" wording is the counter's name with spaces, except
+ * these, which scripts and the tests already parse under their old labels.
+ */
+static const char *const legacy_labels[MMP_TCP_CNT_MAX] = {
+	[MMP_TCP_CNT_sockmap_flows] = "sockmap",
+	[MMP_TCP_CNT_sockmap_fallbacks] = "fallbacks",
+	[MMP_TCP_CNT_tc_flows] = "tc",
 };
+
+static const char *log_label(int i, char *buf, size_t len)
+{
+	if (legacy_labels[i])
+		return legacy_labels[i];
+	snprintf(buf, len, "%s", mmp_counter_name(MMP_FAM_TCP, i));
+	for (char *p = buf; *p; p++)
+		if (*p == '_')
+			*p = ' ';
+	return buf;
+}
 
 int mmp_counters_publish_open(struct mmp_counters *c, const char *pin_dir)
 {
@@ -61,7 +77,11 @@ void mmp_counters_log(const struct mmp_counters *c)
 	char line[1024];
 	size_t off = 0;
 
-	for (int i = 0; i < MMP_TCP_CNT_MAX && off < sizeof(line); i++)
-		off += snprintf(line + off, sizeof(line) - off, "%s%s %lu", i ? ", " : "", labels[i], mmp_counter(c, i));
+	for (int i = 0; i < MMP_TCP_CNT_MAX && off < sizeof(line); i++) {
+		char label[64];
+
+		off += snprintf(line + off, sizeof(line) - off, "%s%s %lu", i ? ", " : "",
+				log_label(i, label, sizeof(label)), mmp_counter(c, i));
+	}
 	pr_info("totals: %s", line);
 }

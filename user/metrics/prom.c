@@ -29,10 +29,10 @@ static void family(FILE *out, const struct mmp_snapshot *s, enum mmp_family f)
 	if (!s->has[f])
 		return;
 	for (unsigned int i = 0; i < d->n; i++) {
-		bool gauge = is_gauge(f, d->names[i]);
+		bool gauge = is_gauge(f, d->c[i].name);
 
-		snprintf(name, sizeof(name), "mmproxy_%s_%s%s", d->key, d->names[i], gauge ? "" : "_total");
-		head(out, name, gauge ? "gauge" : "counter", d->descs[i]);
+		snprintf(name, sizeof(name), "mmproxy_%s_%s%s", d->key, d->c[i].name, gauge ? "" : "_total");
+		head(out, name, gauge ? "gauge" : "counter", d->c[i].help);
 		sample(out, name, NULL, s->v[f][i]);
 	}
 }
@@ -121,8 +121,8 @@ static void udp_series(FILE *out, const struct mmp_snapshot *s)
 	sample(out, "mmproxy_udp_datagrams_total", "direction=\"down\",path=\"kernel\"", u[MMP_UDP_CNT_fast_reply_dgrams]);
 	head(out, "mmproxy_udp_dropped_total", "counter", "UDP datagrams dropped, by reason (the drop_* counters)");
 	for (unsigned int i = 0; i < d->n; i++)
-		if (!strncmp(d->names[i], "drop_", 5)) {
-			snprintf(labels, sizeof(labels), "reason=\"%s\"", d->names[i] + 5);
+		if (!strncmp(d->c[i].name, "drop_", 5)) {
+			snprintf(labels, sizeof(labels), "reason=\"%s\"", d->c[i].name + 5);
 			sample(out, "mmproxy_udp_dropped_total", labels, u[i]);
 		}
 }

@@ -7,29 +7,6 @@
 #include "lib/pins.h"
 #include "metrics/snapshot.h"
 
-#define NAME3(id, name, desc) #name,
-#define DESC3(id, name, desc) desc,
-#define NAME_TCP(name, label, desc) #name,
-#define DESC_TCP(name, label, desc) desc,
-#define NAME_UDP(name, desc) #name,
-#define DESC_UDP(name, desc) desc,
-
-static const char *const tcp_names[] = { MMP_TCP_COUNTERS(NAME_TCP) };
-static const char *const tcp_descs[] = { MMP_TCP_COUNTERS(DESC_TCP) };
-static const char *const tc_names[] = { MMP_TC_COUNTERS(NAME3) };
-static const char *const tc_descs[] = { MMP_TC_COUNTERS(DESC3) };
-static const char *const sockmap_names[] = { MMP_SOCKMAP_COUNTERS(NAME3) };
-static const char *const sockmap_descs[] = { MMP_SOCKMAP_COUNTERS(DESC3) };
-static const char *const udp_names[] = { MMP_UDP_COUNTERS(NAME_UDP) };
-static const char *const udp_descs[] = { MMP_UDP_COUNTERS(DESC_UDP) };
-
-const struct mmp_family_desc mmp_families[MMP_FAM_MAX] = {
-	[MMP_FAM_TCP] = { "tcp", MMP_TCP_CNT_MAX, tcp_names, tcp_descs },
-	[MMP_FAM_TC] = { "tc", MMP_TC_CNT_MAX, tc_names, tc_descs },
-	[MMP_FAM_SOCKMAP] = { "sockmap", MMP_CNT_MAX, sockmap_names, sockmap_descs },
-	[MMP_FAM_UDP] = { "udp", MMP_UDP_CNT_MAX, udp_names, udp_descs },
-};
-
 _Static_assert(MMP_UDP_CNT_MAX <= 64 && MMP_TCP_CNT_MAX <= 64, "struct mmp_snapshot: v[][64] too small");
 
 /* An ARRAY of one struct of __u64 (mmp_tcp_cnt, mmp_udp_cnt). */

@@ -3,8 +3,7 @@
  * One reading of every counter an instance keeps in its pinned maps
  * (docs/DESIGN.md §6), for `stats --json`, `stats --watch` and the metrics
  * endpoint: the maps are the only books, nothing is counted twice. Each
- * family's names and descriptions come from its X-macro list
- * (include/mmp_tcp.h, mmp_tc.h, mmp_maps.h, mmp_udp.h).
+ * family's names and descriptions come from lib/counter_table.h.
  */
 #ifndef MMP_SNAPSHOT_H
 #define MMP_SNAPSHOT_H
@@ -12,34 +11,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "mmp_maps.h"
-#include "mmp_tc.h"
-#include "mmp_tcp.h"
-#include "mmp_udp.h"
+#include "lib/counter_table.h"
 
-/* Read by name if another part of the project pins it: per-CPU array of __u64, one per verdict. */
-#define MMP_XDP_COUNTERS_MAP "mmp_xdp_cnt"
+/* Read as per-CPU __u64s by index whatever its layout: at most this many. */
 #define MMP_SNAP_XDP_MAX 16
 
-enum mmp_family {
-	MMP_FAM_TCP, /* mmp_tcp_cnt, TCP mode's totals */
-	MMP_FAM_TC, /* mmp_tc_counters */
-	MMP_FAM_SOCKMAP, /* mmp_cnt */
-	MMP_FAM_UDP, /* mmp_udp_cnt, UDP mode's totals */
-	MMP_FAM_MAX,
-};
-
-struct mmp_family_desc {
-	const char *key; /* "tcp", "tc", ...: JSON object and metric name prefix */
-	unsigned int n;
-	const char *const *names;
-	const char *const *descs;
-};
-
-extern const struct mmp_family_desc mmp_families[MMP_FAM_MAX];
-
 struct mmp_snapshot {
-	bool has[MMP_FAM_MAX];
+	bool has[MMP_FAM_MAX]; /* never set for MMP_FAM_XDP: xdp[] below */
 	uint64_t v[MMP_FAM_MAX][64]; /* v[family][counter], in the X-macro's order */
 	bool has_allow;
 	uint64_t allow4, allow6; /* prefixes in mmp_allow4/6 */

@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include "lib/counter_table.h"
 #include "lib/log.h"
 #include "policy/quota.h"
 #include "lib/notify.h"
@@ -31,12 +32,6 @@
 #define FD_RESERVE 64
 #define FD_RESERVE_PER_LISTENER 4
 #define MAX_FLOWS_CAP (1U << 22)
-
-static const char *const cnt_names[MMP_UDP_CNT_MAX] = {
-#define X(name, desc) [MMP_UDP_CNT_##name] = #name,
-	MMP_UDP_COUNTERS(X)
-#undef X
-};
 
 static const char *header_mode_name(enum mmp_udp_header h)
 {
@@ -102,10 +97,11 @@ static void log_totals(const struct mmp_udp_counters *c)
 	size_t off[2] = { 0, 0 };
 
 	for (int i = 0; i < MMP_UDP_CNT_MAX; i++) {
-		int d = !strncmp(cnt_names[i], "drop_", 5);
+		const char *name = mmp_counter_name(MMP_FAM_UDP, i);
+		int d = !strncmp(name, "drop_", 5);
 
 		if (off[d] < sizeof(line[d]))
-			off[d] += snprintf(line[d] + off[d], sizeof(line[d]) - off[d], " %s=%llu", cnt_names[i],
+			off[d] += snprintf(line[d] + off[d], sizeof(line[d]) - off[d], " %s=%llu", name,
 					   (unsigned long long)v[i]);
 	}
 	pr_info("udp totals:%s", line[0]);

@@ -1,20 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Counting and logging a dropped datagram, at most a line a second per reason. */
+#include "lib/counter_table.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 #include "udp/udp_drop.h"
 #include "udp/udp_ep.h"
 #include "udp/udp_thread.h"
 
-static const char *const cnt_desc[MMP_UDP_CNT_MAX] = {
-#define X(name, desc) [MMP_UDP_CNT_##name] = desc,
-	MMP_UDP_COUNTERS(X)
-#undef X
-};
-
 const char *udp_counter_desc(enum mmp_udp_counter c)
 {
-	return cnt_desc[c];
+	return mmp_counter_help(MMP_FAM_UDP, c);
 }
 
 void udp_drop(struct udp_worker *w, enum mmp_udp_counter c, const struct udp_ep *from, const char *why,

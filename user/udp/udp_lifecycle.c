@@ -29,12 +29,6 @@
 
 #define EVICT_CHUNK 256 /* mailbox entries taken per wakeup */
 
-static const char *const cnt_desc[MMP_UDP_CNT_MAX] = {
-#define X(name, desc) [MMP_UDP_CNT_##name] = desc,
-	MMP_UDP_COUNTERS(X)
-#undef X
-};
-
 static const char *format_name(uint8_t format)
 {
 	return format == MMP_UDP_FMT_SPP ? "SPP" : format == MMP_UDP_FMT_LOCAL ? "PROXY v2 LOCAL" : "PROXY v2";
@@ -173,7 +167,7 @@ void udp_flow_close(struct udp_worker *w, struct udp_flow *f, enum mmp_udp_count
 	char c[MMP_ADDRSTRLEN], l[MMP_ADDRSTRLEN];
 
 	pr_debug("udp: closing flow of client %s via %s (%s): %llu datagrams up, %llu down in userspace",
-		 f->client.family ? udp_ep_fmt(&f->client, c) : "(local)", udp_ep_fmt(&f->lb, l), cnt_desc[why],
+		 f->client.family ? udp_ep_fmt(&f->client, c) : "(local)", udp_ep_fmt(&f->lb, l), udp_counter_desc(why),
 		 (unsigned long long)f->pkts_up, (unsigned long long)f->pkts_down);
 	udp_cnt_add(w, why, 1);
 	udp_ft_remove(&w->ft, f);

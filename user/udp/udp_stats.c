@@ -16,12 +16,6 @@
 #include "lib/sockaddr.h"
 #include "udp/udp_stats.h"
 
-static const struct mmp_counter_name cnt_names[MMP_UDP_CNT_MAX] = {
-#define X(name, desc) [MMP_UDP_CNT_##name] = { #name, desc },
-	MMP_UDP_COUNTERS(X)
-#undef X
-};
-
 static const char *format_name(__u32 f)
 {
 	return f == MMP_UDP_FMT_SPP ? "spp" : f == MMP_UDP_FMT_LOCAL ? "local" : f == MMP_UDP_FMT_V2 ? "v2" : "?";
@@ -34,8 +28,7 @@ static void print_counters(int fd)
 
 	if (bpf_map_lookup_elem(fd, &zero, &c))
 		return;
-	mmp_counters_print(stdout, "udp counters (refreshed every second):", cnt_names, (const uint64_t *)&c,
-			   MMP_UDP_CNT_MAX);
+	mmp_counters_print(stdout, "udp counters (refreshed every second):", MMP_FAM_UDP, (const uint64_t *)&c);
 }
 
 static void print_flow(__u64 now, const struct mmp_udp_flow *f)
