@@ -55,8 +55,6 @@ struct mmp_allow_value {
 #define MMP_FLOWS_MAP "mmp_flows"
 #define MMP_SOCKDIR_MAP "mmp_sockdir"
 #define MMP_COUNTERS_MAP "mmp_counters"
-#define MMP_WAKE_MAP "mmp_wake"
-#define MMP_WAKE_LOST_MAP "mmp_wake_lost"
 #define MMP_SOCKMAP_MAX_FLOWS 65536
 #define MMP_MAX_WORKERS 1024 /* --listeners is at most this */
 #define MMP_WAKE_RING_BYTES (64 * 1024) /* per worker: 4096 notifications of 16 bytes */

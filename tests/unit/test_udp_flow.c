@@ -14,7 +14,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include "udp/udp_flow.h"
-#include "udp/udp_ratelimit.h"
+#include "lib/ratelimit.h"
 
 static struct udp_ep ep4(uint32_t ip, uint16_t port)
 {
@@ -270,24 +270,24 @@ static void test_growth(void **state)
 
 static void test_ratelimit(void **state)
 {
-	struct udp_ratelimit rl = { 0 };
-	uint64_t t0 = 5 * UDP_RL_WINDOW_NS;
+	struct mmp_ratelimit rl = { 0 };
+	uint64_t t0 = 5 * MMP_RL_WINDOW_NS;
 
-	for (int i = 0; i < UDP_RL_BURST; i++)
-		assert_true(udp_rl_allow(&rl, t0 + i));
+	for (int i = 0; i < MMP_RL_BURST; i++)
+		assert_true(mmp_rl_allow(&rl, t0 + i));
 	for (int i = 0; i < 1000; i++)
-		assert_false(udp_rl_allow(&rl, t0 + 100 + i));
+		assert_false(mmp_rl_allow(&rl, t0 + 100 + i));
 	/* The summary waits for the window to end, then comes once. */
-	assert_int_equal(udp_rl_take_suppressed(&rl, t0 + UDP_RL_WINDOW_NS - 1), 0);
-	assert_false(udp_rl_allow(&rl, t0 + UDP_RL_WINDOW_NS + 1)); /* summary not taken yet */
-	assert_int_equal(udp_rl_take_suppressed(&rl, t0 + UDP_RL_WINDOW_NS + 2), 1001);
-	assert_int_equal(udp_rl_take_suppressed(&rl, t0 + UDP_RL_WINDOW_NS + 3), 0);
+	assert_int_equal(mmp_rl_take_suppressed(&rl, t0 + MMP_RL_WINDOW_NS - 1), 0);
+	assert_false(mmp_rl_allow(&rl, t0 + MMP_RL_WINDOW_NS + 1)); /* summary not taken yet */
+	assert_int_equal(mmp_rl_take_suppressed(&rl, t0 + MMP_RL_WINDOW_NS + 2), 1001);
+	assert_int_equal(mmp_rl_take_suppressed(&rl, t0 + MMP_RL_WINDOW_NS + 3), 0);
 	/* A fresh window prints again. */
-	assert_true(udp_rl_allow(&rl, t0 + UDP_RL_WINDOW_NS + 4));
+	assert_true(mmp_rl_allow(&rl, t0 + MMP_RL_WINDOW_NS + 4));
 	/* A quiet reason never produces a summary. */
-	rl = (struct udp_ratelimit){ 0 };
-	assert_true(udp_rl_allow(&rl, t0));
-	assert_int_equal(udp_rl_take_suppressed(&rl, t0 + 10 * UDP_RL_WINDOW_NS), 0);
+	rl = (struct mmp_ratelimit){ 0 };
+	assert_true(mmp_rl_allow(&rl, t0));
+	assert_int_equal(mmp_rl_take_suppressed(&rl, t0 + 10 * MMP_RL_WINDOW_NS), 0);
 }
 
 int main(void)

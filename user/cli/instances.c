@@ -29,7 +29,8 @@ static void add(struct mmp_instances *found, const char *dir)
 		snprintf(found->dir[found->n++], sizeof(found->dir[0]), "%s", dir);
 }
 
-void mmp_instances_find(struct mmp_instances *found)
+/* Fill *found with the pin directories under MMP_PIN_ROOT that hold at least one mmp_* pin. */
+static void mmp_instances_find(struct mmp_instances *found)
 {
 	DIR *d = opendir(MMP_PIN_ROOT);
 	struct dirent *de;
@@ -49,7 +50,8 @@ void mmp_instances_find(struct mmp_instances *found)
 		closedir(d);
 }
 
-bool mmp_instance_running(const char *pin_dir)
+/* Whether an instance runs on pin_dir: it holds the directory's flock, or its lock in this network namespace. */
+static bool mmp_instance_running(const char *pin_dir)
 {
 	int fd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	bool busy = false;

@@ -17,12 +17,6 @@ struct mmp_instances {
 	char dir[MMP_INSTANCES_MAX][300];
 };
 
-/* Fill *found with the pin directories under MMP_PIN_ROOT that hold at least one mmp_* pin. */
-void mmp_instances_find(struct mmp_instances *found);
-
-/* Whether an instance runs on pin_dir: it holds the directory's flock, or its lock in this network namespace. */
-bool mmp_instance_running(const char *pin_dir);
-
 /*
  * The directories `command` acts on: cfg->pin_dir if given; otherwise the only
  * instance found, or every one with --all. Returns 0, or 1 after saying what

@@ -244,21 +244,6 @@ void mmp_usage(FILE *out, enum mmp_command cmd)
 	print_options(out, RUN);
 }
 
-const char *mmp_engine_name(enum mmp_engine_kind e)
-{
-	switch (e) {
-	case MMP_ENGINE_AUTO:
-		return "auto";
-	case MMP_ENGINE_SPLICE:
-		return "splice";
-	case MMP_ENGINE_SOCKMAP:
-		return "sockmap";
-	case MMP_ENGINE_TC:
-		return "tc";
-	}
-	return "?";
-}
-
 /* Parse a decimal in [min, max]. Returns 0 or -EINVAL. */
 static int parse_long(const char *s, long min, long max, long *out)
 {

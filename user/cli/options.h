@@ -14,6 +14,5 @@
 int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg);
 /* The command's options; MMP_CMD_HELP: every command, and run's options. */
 void mmp_usage(FILE *out, enum mmp_command cmd);
-const char *mmp_engine_name(enum mmp_engine_kind e);
 
 #endif

@@ -150,7 +150,8 @@ static void close_if_open(int fd)
 		close(fd);
 }
 
-int mmp_stats_command(const char *pin_dir)
+/* Print what is pinned under pin_dir. Returns 0, or 1 when nothing is pinned there. */
+static int mmp_stats_command(const char *pin_dir)
 {
 	int allow4 = mmp_open_pin(pin_dir, MMP_ALLOW4_MAP);
 	int allow6 = mmp_open_pin(pin_dir, MMP_ALLOW6_MAP);

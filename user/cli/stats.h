@@ -5,8 +5,6 @@
 
 #include "lib/config.h"
 
-/* Print what is pinned under pin_dir. Returns 0, or 1 when nothing is pinned there. */
-int mmp_stats_command(const char *pin_dir);
 /* `stats`: of --pin-dir (or -p/-l), of the only instance found, or with --all of each. Returns 0 or 1. */
 int mmp_stats_cli(const struct mmp_config *cfg);
 

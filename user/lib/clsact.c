@@ -60,7 +60,8 @@ static int count_filters(int fd, int ifindex, unsigned int parent)
 	}
 }
 
-int mmp_clsact_filter_count(int ifindex)
+/* Filters on ifindex's clsact ingress and egress hooks together, or -errno. */
+static int mmp_clsact_filter_count(int ifindex)
 {
 	int fd, in, out;
 

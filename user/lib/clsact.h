@@ -10,9 +10,6 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
-/* Filters on ifindex's clsact ingress and egress hooks together, or -errno. */
-int mmp_clsact_filter_count(int ifindex);
-
 /*
  * After our filters were detached: remove ifindex's clsact qdisc if nothing
  * else is attached to it. Returns 1 when removed, 0 when it stays (other

@@ -33,11 +33,3 @@ void mmp_tcp_log_tick(struct mmp_tcp_log *l, uint64_t now_ns)
 	for (int r = 0; r < TCP_LOG_REASON_MAX; r++)
 		summary(l, r, now_ns);
 }
-
-bool mmp_tcp_log_pending(const struct mmp_tcp_log *l)
-{
-	for (int r = 0; r < TCP_LOG_REASON_MAX; r++)
-		if (l->rl[r].suppressed)
-			return true;
-	return false;
-}

@@ -34,8 +34,6 @@ struct mmp_tcp_log {
 bool mmp_tcp_log_allow(struct mmp_tcp_log *l, enum mmp_tcp_log_reason reason, uint64_t now_ns);
 /* Print every summary whose window is over (call about once a second). */
 void mmp_tcp_log_tick(struct mmp_tcp_log *l, uint64_t now_ns);
-/* True while some reason has suppressed lines waiting for their summary. */
-bool mmp_tcp_log_pending(const struct mmp_tcp_log *l);
 
 /* pr_conn, at most MMP_RL_BURST a second per reason; costs nothing below -v 1. */
 #define pr_conn_rl(log, reason, now_ns, ...)                                              \

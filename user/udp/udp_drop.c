@@ -21,10 +21,10 @@ void udp_drop(struct udp_worker *w, enum mmp_udp_counter c, const struct udp_ep 
 	udp_cnt_add(w, c, 1);
 	if (mmp_verbosity < MMP_LOG_CONN)
 		return;
-	n = udp_rl_take_suppressed(&w->rl[c], w->now_ns);
+	n = mmp_rl_take_suppressed(&w->rl[c], w->now_ns);
 	if (n)
 		pr_conn("udp: %u more like the next line in the last second (%s), not logged", n, udp_counter_desc(c));
-	if (udp_rl_allow(&w->rl[c], w->now_ns))
+	if (mmp_rl_allow(&w->rl[c], w->now_ns))
 		pr_conn("dropped datagram from %s: %s (%s)", udp_ep_fmt(from, a), why, fix);
 }
 

@@ -56,7 +56,7 @@ void udp_move_logged(struct udp_worker *w, const struct udp_ep *client, const st
 
 	if (count)
 		udp_cnt_add(w, MMP_UDP_CNT_flows_moved, 1);
-	if (mmp_verbosity >= MMP_LOG_CONN && udp_rl_allow(&w->rl[MMP_UDP_CNT_flows_moved], w->now_ns))
+	if (mmp_verbosity >= MMP_LOG_CONN && mmp_rl_allow(&w->rl[MMP_UDP_CNT_flows_moved], w->now_ns))
 		pr_conn("udp: replies of client %s moved from load balancer %s to %s", udp_ep_fmt(client, a),
 			udp_ep_fmt(from, b), udp_ep_fmt(to, c));
 }

@@ -103,7 +103,7 @@ void udp_flows_to_kernel(struct udp_worker *w)
 			pr_debug("udp: flow of client %s handed to the kernel (%s%s)", udp_ep_fmt(&f->client, a),
 				 f->fast_fwd ? "datagrams" : "", f->fast_rev ? (f->fast_fwd ? " and replies" : "replies") : "");
 		}
-		if (err < 0 && mmp_verbosity >= MMP_LOG_CONN && udp_rl_allow(&w->rl[MMP_UDP_CNT_flows_fast], w->now_ns))
+		if (err < 0 && mmp_verbosity >= MMP_LOG_CONN && mmp_rl_allow(&w->rl[MMP_UDP_CNT_flows_fast], w->now_ns))
 			pr_conn("udp: flow of client %s stays in userspace: the fast path refused it: %s",
 				udp_ep_fmt(&f->client, a), strerror(-err));
 	}
@@ -281,7 +281,7 @@ static struct udp_flow *flow_open(struct udp_worker *w, const struct udp_dgram_i
 	if (fd < 0) {
 		err = fd;
 		udp_cnt_add(w, MMP_UDP_CNT_drop_upstream_socket, 1);
-		if (mmp_verbosity >= MMP_LOG_CONN && udp_rl_allow(&w->rl[MMP_UDP_CNT_drop_upstream_socket], w->now_ns))
+		if (mmp_verbosity >= MMP_LOG_CONN && mmp_rl_allow(&w->rl[MMP_UDP_CNT_drop_upstream_socket], w->now_ns))
 			pr_conn("dropped datagram from %s: upstream %s for client %s: %s failed: %s%s",
 				udp_ep_fmt(lb, a), mmp_fmt_addr((const struct sockaddr *)f->target, b),
 				src ? mmp_fmt_addr(src, (char[MMP_ADDRSTRLEN]){ 0 }) : "(local)", what, strerror(-err),

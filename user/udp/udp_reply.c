@@ -82,7 +82,7 @@ static void reply_failed(struct udp_worker *w, struct udp_flow *f, uint32_t dgra
 	char a[MMP_ADDRSTRLEN];
 
 	udp_cnt_add(w, MMP_UDP_CNT_drop_reply_send, dgrams);
-	if (mmp_verbosity >= MMP_LOG_CONN && udp_rl_allow(&w->rl[MMP_UDP_CNT_drop_reply_send], w->now_ns))
+	if (mmp_verbosity >= MMP_LOG_CONN && mmp_rl_allow(&w->rl[MMP_UDP_CNT_drop_reply_send], w->now_ns))
 		pr_conn("dropped %u repl%s to %s: send failed: %s%s", dgrams, dgrams == 1 ? "y" : "ies",
 			udp_ep_fmt(&f->lb, a), strerror(err),
 			err == EAGAIN || err == ENOBUFS ? " (the path to the load balancer is congested)" : "");
@@ -272,7 +272,7 @@ static void upstream_error(struct udp_worker *w, struct udp_flow *f, int err)
 	char c[MMP_ADDRSTRLEN], t[MMP_ADDRSTRLEN];
 
 	udp_cnt_add(w, MMP_UDP_CNT_upstream_errors, 1);
-	if (mmp_verbosity >= MMP_LOG_CONN && udp_rl_allow(&w->rl[MMP_UDP_CNT_upstream_errors], w->now_ns))
+	if (mmp_verbosity >= MMP_LOG_CONN && mmp_rl_allow(&w->rl[MMP_UDP_CNT_upstream_errors], w->now_ns))
 		pr_conn("upstream %s reported an error for client %s: %s%s",
 			mmp_fmt_addr((const struct sockaddr *)f->target, t),
 			f->client.family ? udp_ep_fmt(&f->client, c) : "(local)", strerror(err),

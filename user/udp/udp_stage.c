@@ -52,7 +52,7 @@ static void fwd_failed(struct udp_worker *w, struct udp_flow *f, uint32_t dgrams
 	char t[MMP_ADDRSTRLEN];
 
 	udp_cnt_add(w, MMP_UDP_CNT_drop_fwd_send, dgrams);
-	if (mmp_verbosity >= MMP_LOG_CONN && udp_rl_allow(&w->rl[MMP_UDP_CNT_drop_fwd_send], w->now_ns))
+	if (mmp_verbosity >= MMP_LOG_CONN && mmp_rl_allow(&w->rl[MMP_UDP_CNT_drop_fwd_send], w->now_ns))
 		pr_conn("dropped %u datagram(s) from %s: sending to upstream %s failed: %s%s", dgrams,
 			udp_ep_fmt(&f->lb, (char[MMP_ADDRSTRLEN]){ 0 }),
 			mmp_fmt_addr((const struct sockaddr *)f->target, t), strerror(err),

@@ -23,7 +23,7 @@
 #include "lib/config.h"
 #include "mmp_udp.h"
 #include "udp/udp_flow.h"
-#include "udp/udp_ratelimit.h"
+#include "lib/ratelimit.h"
 
 struct mmp_port_steer;
 
@@ -144,7 +144,7 @@ struct udp_worker {
 	struct udp_reply_tx tx;
 
 	uint64_t cnt[MMP_UDP_CNT_MAX]; /* written by this thread only; read by the main thread */
-	struct udp_ratelimit rl[MMP_UDP_CNT_MAX];
+	struct mmp_ratelimit rl[MMP_UDP_CNT_MAX];
 };
 
 static inline void udp_cnt_add(struct udp_worker *w, enum mmp_udp_counter c, uint64_t n)

@@ -156,7 +156,7 @@ static void tick(struct udp_worker *w)
 {
 	refresh_map(w);
 	for (int c = 0; c < MMP_UDP_CNT_MAX; c++) {
-		uint32_t n = udp_rl_take_suppressed(&w->rl[c], w->now_ns);
+		uint32_t n = mmp_rl_take_suppressed(&w->rl[c], w->now_ns);
 
 		if (n)
 			pr_conn("udp: %u more dropped datagrams in the last second (%s), not logged", n, udp_counter_desc(c));

@@ -57,9 +57,11 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static void run(struct mmp_sockmap_wake *wk);
+
 static void on_ring(struct mmp_loop *loop, struct mmp_handler *h, uint32_t events)
 {
-	mmp_sockmap_wake_run((struct mmp_sockmap_wake *)h);
+	run((struct mmp_sockmap_wake *)h);
 }
 
 int mmp_sockmap_wake_open(struct mmp_engine *e, struct mmp_loop *loop, const struct mmp_sockmap_wake_maps *maps,
@@ -151,7 +153,8 @@ static void check_all(struct mmp_sockmap_wake *wk)
 	}
 }
 
-void mmp_sockmap_wake_run(struct mmp_sockmap_wake *wk)
+/* The ring is readable: re-check each notified connection, or all of them if notifications were lost. */
+static void run(struct mmp_sockmap_wake *wk)
 {
 	__u32 slot = (__u32)wk->loop->id;
 	uint64_t lost = 0;

@@ -36,7 +36,4 @@ void mmp_sockmap_wake_close(struct mmp_sockmap_wake *wk);
 int mmp_sockmap_wake_add(struct mmp_sockmap_wake *wk, struct mmp_sockmap_conn *s);
 void mmp_sockmap_wake_remove(struct mmp_sockmap_wake *wk, struct mmp_sockmap_conn *s);
 
-/* The ring is readable: re-check each notified connection, or all of them if notifications were lost. */
-void mmp_sockmap_wake_run(struct mmp_sockmap_wake *wk);
-
 #endif
