@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -295,6 +296,96 @@ static void test_xdp_options(void **state)
 	assert_int_equal(cfg.xdp_mode, MMP_XDP_MODE_SKB);
 }
 
+/* A valid value for each option without a default in the table; a new option needs one here. */
+static const char *sample_value(const struct mmp_option *o)
+{
+	static const struct {
+		const char *name, *value;
+	} samples[] = {
+		{ "allowed-subnets", "/etc/mmproxy/allowed" }, { "allowed-endpoints", "/etc/mmproxy/endpoints" },
+		{ "listeners", "2" }, { "verbose", "1" }, { "iface", "lo" }, { "xdp-iface", "lo" },
+		{ "xdp-mode", "skb" }, { "pin-dir", "/sys/fs/bpf/x" }, { "metrics", "127.0.0.1:9100" },
+	};
+
+	if (o->def)
+		return o->def;
+	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)
+		if (!strcmp(samples[i].name, o->name))
+			return samples[i].value;
+	return NULL;
+}
+
+static const char *command_word(int cmd)
+{
+	static const char *const words[] = {
+		[MMP_CMD_RUN] = "run", [MMP_CMD_CHECK] = "check", [MMP_CMD_SETUP_ROUTING] = "setup-routing",
+		[MMP_CMD_CLEANUP_ROUTING] = "cleanup-routing", [MMP_CMD_STATS] = "stats", [MMP_CMD_CLEANUP] = "cleanup",
+	};
+
+	return cmd < (int)(sizeof(words) / sizeof(words[0])) ? words[cmd] : NULL;
+}
+
+/* Issue 28: each command's --help lists every option it accepts, and the parser takes every one listed. */
+static void test_help_lists_every_option(void **state)
+{
+	int verbosity = mmp_verbosity;
+
+	for (int cmd = 0; cmd < 32; cmd++) {
+		const char *word = command_word(cmd);
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f;
+
+		if (!word)
+			continue;
+		f = open_memstream(&text, &len);
+		mmp_usage(f, cmd);
+		fclose(f);
+		for (size_t i = 0; i < mmp_options_n; i++) {
+			const struct mmp_option *o = &mmp_options[i];
+			char flag[64], *argv[5] = { "mmproxy-bpf", (char *)word, flag, NULL, NULL };
+			struct mmp_config cfg;
+
+			if (!(o->commands & (1u << cmd)))
+				continue;
+			snprintf(flag, sizeof(flag), "--%s", o->name);
+			if (!strstr(text, flag))
+				fail_msg("%s --help does not list %s", word, flag);
+			if (o->arg && !(argv[3] = (char *)sample_value(o)))
+				fail_msg("%s: no sample value in test_config.c's samples[]", flag);
+			if (mmp_config_parse(o->arg ? 4 : 3, argv, &cfg))
+				fail_msg("%s %s %s: refused", word, flag, argv[3] ? argv[3] : "");
+		}
+		free(text);
+	}
+	mmp_verbosity = verbosity;
+}
+
+/* Issue 28: each table default is the one --help states and the one set when the option is absent. */
+static void test_defaults_match_help(void **state)
+{
+	char *bare[] = { "mmproxy-bpf", "run", NULL };
+	struct mmp_config want, got;
+
+	assert_int_equal(mmp_config_parse(ARGC(bare), bare, &want), 0);
+	want.pin_dir = NULL;
+	for (size_t i = 0; i < mmp_options_n; i++) {
+		const struct mmp_option *o = &mmp_options[i];
+		char flag[64], def[64], *argv[] = { "mmproxy-bpf", "run", flag, def, NULL };
+
+		if (!o->def)
+			continue;
+		if (!strstr(o->help, "default") || !strstr(o->help, o->def))
+			fail_msg("--%s: the help does not state the default %s", o->name, o->def);
+		snprintf(flag, sizeof(flag), "--%s", o->name);
+		snprintf(def, sizeof(def), "%s", o->def);
+		assert_int_equal(mmp_config_parse(ARGC(argv), argv, &got), 0);
+		got.pin_dir = NULL;
+		if (memcmp(&want, &got, sizeof(want)))
+			fail_msg("--%s %s gives another configuration than no --%s", o->name, o->def, o->name);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +400,8 @@ int main(void)
 		cmocka_unit_test(test_udp_needs_allow_list),
 		cmocka_unit_test(test_tcp_and_udp),
 		cmocka_unit_test(test_keepalive_and_idle),
+		cmocka_unit_test(test_help_lists_every_option),
+		cmocka_unit_test(test_defaults_match_help),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

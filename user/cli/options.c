@@ -60,105 +60,100 @@ enum long_only_opts {
 #define EVERY (~0u)
 
 /*
- * The one option table: getopt's table, the short-option string and --help
- * are all made from it, and each command accepts only the options marked
- * for it (docs/mmproxy-bpf.8 says the same).
+ * The one option table (options.h): getopt's table, the short-option
+ * string, --help and the defaults are all made from it, and each command
+ * accepts only the options marked for it (docs/mmproxy-bpf.8 says the same).
  */
-static const struct opt_desc {
-	const char *name;
-	int val; /* the short option, or an OPT_* */
-	const char *arg; /* NULL: takes no value */
-	unsigned int commands;
-	const char *help;
-} opts[] = {
-	{ "listen-addr", 'l', "ADDR:PORT[-HI]", RUN | CHECK | PINS,
+const struct mmp_option mmp_options[] = {
+	{ "listen-addr", 'l', "ADDR:PORT[-HI]", RUN | CHECK | PINS, "0.0.0.0:8443",
 	  "where the load balancer connects (default 0.0.0.0:8443), one port or a range LO-HI; with -p, names the "
 	  "instance's pin directory" },
-	{ "ipv4", '4', "ADDR:PORT[-HI]", RUN | CHECK,
+	{ "ipv4", '4', "ADDR:PORT[-HI]", RUN | CHECK, "127.0.0.1:443",
 	  "upstream for IPv4 clients (default 127.0.0.1:443); a range as large as -l's maps port LO+k to LO'+k, "
 	  "a single port takes every listen port; any reachable address (a container, a pod, another host: "
 	  "its replies are steered by tuple, see setup-routing)" },
-	{ "ipv6", '6', "[ADDR]:PORT[-HI]", RUN | CHECK, "upstream for IPv6 clients (default [::1]:443), as -4" },
-	{ "max-ports", OPT_MAX_PORTS, "N", RUN | CHECK,
+	{ "ipv6", '6', "[ADDR]:PORT[-HI]", RUN | CHECK, "[::1]:443", "upstream for IPv6 clients (default [::1]:443), as -4" },
+	{ "max-ports", OPT_MAX_PORTS, "N", RUN | CHECK, "4096",
 	  "the most ports -l LO-HI may serve (default 4096, at most 65535)" },
-	{ "allowed-subnets", 'a', "FILE", RUN,
+	{ "allowed-subnets", 'a', "FILE", RUN, NULL,
 	  "allowed load-balancer subnets, one CIDR per line (default: allow every source, with a warning; UDP "
 	  "refuses to start without it unless given --udp-any-source)" },
-	{ "allowed-endpoints", OPT_ALLOWED_ENDPOINTS, "FILE", RUN,
+	{ "allowed-endpoints", OPT_ALLOWED_ENDPOINTS, "FILE", RUN, NULL,
 	  "allowed cloud endpoints, one per line: aws:vpce-ID, azure:LINKID, gcp:PSCID (decimal); a PROXY "
 	  "header whose TLVs name none of them is refused (default: no endpoint check); re-read on SIGHUP" },
-	{ "strip-stacked", OPT_STRIP_STACKED, NULL, RUN,
+	{ "strip-stacked", OPT_STRIP_STACKED, NULL, RUN, NULL,
 	  "TCP: a second PROXY header right after the first (one load balancer behind another) is stripped "
 	  "too, and the upstream sees the client the second one names: the original client, as the farther "
 	  "load balancer saw it (default: such connections are refused)" },
-	{ "udp-any-source", OPT_UDP_ANY_SOURCE, NULL, RUN,
+	{ "udp-any-source", OPT_UDP_ANY_SOURCE, NULL, RUN, NULL,
 	  "UDP without -a: accept headers from every source (a spoofed datagram then opens flows and has "
 	  "replies sent anywhere; list your load balancers with -a instead)" },
-	{ "close-after", 'c', "SEC", RUN, "UDP idle flow timeout (default 60)" },
-	{ "protocol", 'p', "tcp|udp|tcp,udp", RUN | CHECK | PINS,
+	{ "close-after", 'c', "SEC", RUN, "60", "UDP idle flow timeout (default 60)" },
+	{ "protocol", 'p', "tcp|udp|tcp,udp", RUN | CHECK | PINS, "tcp",
 	  "(default tcp); tcp,udp serves both on the same -l, sharing -a, the XDP gate, --metrics and one "
 	  "pin directory (UDP's rules apply to its half: -a or --udp-any-source)" },
-	{ "udp-header", OPT_UDP_HEADER, "auto|every|first|spp", RUN,
+	{ "udp-header", OPT_UDP_HEADER, "auto|every|first|spp", RUN, "auto",
 	  "UDP framing (default auto): a PROXY v2 header on every datagram (udppp), on a flow's first only "
 	  "(Spectrum), or Cloudflare SPP on every datagram and reply" },
-	{ "mark", 'm', "N", RUN | CHECK, "SO_MARK for upstream sockets (default 0: none)" },
-	{ "listeners", OPT_LISTENERS, "N", RUN, "listener threads with SO_REUSEPORT (default: cores)" },
-	{ "verbose", 'v', "0|1|2", EVERY, "0 errors, 1 per-connection errors, 2 every state change" },
-	{ "header-timeout", OPT_HEADER_TIMEOUT, "SEC", RUN,
+	{ "mark", 'm', "N", RUN | CHECK, "0", "SO_MARK for upstream sockets (default 0: none)" },
+	{ "listeners", OPT_LISTENERS, "N", RUN, NULL, "listener threads with SO_REUSEPORT (default: cores)" },
+	{ "verbose", 'v', "0|1|2", EVERY, NULL, "0 errors, 1 per-connection errors, 2 every state change" },
+	{ "header-timeout", OPT_HEADER_TIMEOUT, "SEC", RUN, "5",
 	  "close connections whose PROXY header is incomplete (default 5)" },
-	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SEC", RUN, "upstream connect timeout (default 5)" },
-	{ "engine", OPT_ENGINE, "auto|tc|splice|sockmap", RUN | CHECK,
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SEC", RUN, "5", "upstream connect timeout (default 5)" },
+	{ "engine", OPT_ENGINE, "auto|tc|splice|sockmap", RUN | CHECK, "auto",
 	  "data-path engine (default auto: tc for every eligible flow, splice for the others). UDP: auto = "
 	  "in-kernel fast path with the userspace relay as fallback, tc = fast path required, splice = "
 	  "userspace relay only" },
-	{ "iface", OPT_IFACE, "IF[,IF...]", RUN, "tc: interfaces that carry a remote load balancer's traffic" },
-	{ "max-pending", OPT_MAX_PENDING, "N", RUN,
+	{ "iface", OPT_IFACE, "IF[,IF...]", RUN, NULL, "tc: interfaces that carry a remote load balancer's traffic" },
+	{ "max-pending", OPT_MAX_PENDING, "N", RUN, "16384",
 	  "TCP: connections whose PROXY header or upstream connect is pending, in all (default 16384); past it "
 	  "new ones are closed at once" },
-	{ "max-pending-per-source", OPT_MAX_PENDING_SOURCE, "N", RUN,
+	{ "max-pending-per-source", OPT_MAX_PENDING_SOURCE, "N", RUN, "4096",
 	  "TCP: pending connections from one load-balancer address (default 4096)" },
-	{ "udp-max-flows-per-lb", OPT_UDP_MAX_FLOWS_LB, "N", RUN,
+	{ "udp-max-flows-per-lb", OPT_UDP_MAX_FLOWS_LB, "N", RUN, "65536",
 	  "UDP: flows open for one load-balancer address (default 65536, or the open-files limit if lower)" },
-	{ "tc-max-flows", OPT_TC_MAX_FLOWS, "N", RUN,
+	{ "tc-max-flows", OPT_TC_MAX_FLOWS, "N", RUN, "65536",
 	  "tc: flows spliced in the kernel at once (default 65536; never evicted: past it, new flows stay on "
 	  "splice)" },
-	{ "tc-idle-timeout", OPT_TC_IDLE, "SEC", RUN,
+	{ "tc-idle-timeout", OPT_TC_IDLE, "SEC", RUN, "7200",
 	  "tc: forget a spliced flow after SEC without any packet (keepalives count; default 7200, 0 = never)" },
-	{ "idle-timeout", OPT_IDLE_TIMEOUT, "SEC", RUN,
+	{ "idle-timeout", OPT_IDLE_TIMEOUT, "SEC", RUN, "7200",
 	  "TCP: close a flow held in userspace (splice, sockmap) after SEC without data either way (default "
 	  "7200, 0 = never; tc flows: --tc-idle-timeout)" },
-	{ "keepalive", OPT_KEEPALIVE, "IDLE[,INTVL,CNT]", RUN,
+	{ "keepalive", OPT_KEEPALIVE, "IDLE[,INTVL,CNT]", RUN, "60,10,6",
 	  "TCP keepalive on both sockets of a flow held in userspace: probe after IDLE s of silence, every "
 	  "INTVL s, CNT times, then close (default 60,10,6; 0 = off)" },
-	{ "tc-handoff-delay", OPT_TC_HANDOFF_DELAY, "MS", RUN,
+	{ "tc-handoff-delay", OPT_TC_HANDOFF_DELAY, "MS", RUN, "20",
 	  "tc: a new flow runs on splice for MS before its hand-off to the kernel, so short connections skip "
 	  "its cost (default 20, 0 = at once)" },
-	{ "detach", OPT_DETACH, NULL, RUN, "tc: on exit remove filters and pins even if flows remain" },
-	{ "takeover", OPT_TAKEOVER, NULL, RUN,
+	{ "detach", OPT_DETACH, NULL, RUN, NULL, "tc: on exit remove filters and pins even if flows remain" },
+	{ "takeover", OPT_TAKEOVER, NULL, RUN, NULL,
 	  "TCP: replace the running instance with these same flags without losing a connection: start serving, "
 	  "then tell it to drain and exit (an upgrade: run the new binary with --takeover)" },
-	{ "drain-timeout", OPT_DRAIN_TIMEOUT, "SEC", RUN,
+	{ "drain-timeout", OPT_DRAIN_TIMEOUT, "SEC", RUN, "60",
 	  "TCP, once taken over: serve the flows still held in userspace for at most SEC, then exit (default "
 	  "60, 0 = exit at once; tc flows in the kernel are adopted, not drained)" },
-	{ "xdp-iface", OPT_XDP_IFACE, "IF[,IF...]", RUN | CHECK,
+	{ "xdp-iface", OPT_XDP_IFACE, "IF[,IF...]", RUN | CHECK, NULL,
 	  "drop SYNs/datagrams from sources outside -a in XDP on these interfaces (default none)" },
-	{ "xdp-mode", OPT_XDP_MODE, "native|skb", RUN, "XDP attach mode (default native, else skb)" },
-	{ "max-queued", OPT_MAX_QUEUED, "BYTES", RUN,
+	{ "xdp-mode", OPT_XDP_MODE, "native|skb", RUN, NULL, "XDP attach mode (default native, else skb)" },
+	{ "max-queued", OPT_MAX_QUEUED, "BYTES", RUN, "4194304",
 	  "sockmap: bytes queued per flow and direction before the sender is slowed by TCP flow control "
 	  "(default 4194304)" },
-	{ "pin-dir", OPT_PIN_DIR, "DIR", RUN | CHECK | PINS,
+	{ "pin-dir", OPT_PIN_DIR, "DIR", RUN | CHECK | PINS, NULL,
 	  "bpffs directory for pinned maps, one instance each (default " MMP_PIN_ROOT "/PROTOCOL-ADDR-PORT from -p "
 	  "and -l, e.g. tcp-0_0_0_0-8443; stats and cleanup: the only instance found there)" },
-	{ "all", OPT_ALL, NULL, PINS, "stats, cleanup: every instance found under " MMP_PIN_ROOT },
-	{ "table", OPT_TABLE, "N", RUN | CHECK | ROUTING, "routing table for the transparent upstream (default 123)" },
-	{ "metrics", OPT_METRICS, "ADDR:PORT", RUN,
+	{ "all", OPT_ALL, NULL, PINS, NULL, "stats, cleanup: every instance found under " MMP_PIN_ROOT },
+	{ "table", OPT_TABLE, "N", RUN | CHECK | ROUTING, "123", "routing table for the transparent upstream (default 123)" },
+	{ "metrics", OPT_METRICS, "ADDR:PORT", RUN, NULL,
 	  "serve Prometheus metrics on http://ADDR:PORT/metrics (default: off)" },
-	{ "json", OPT_JSON, NULL, STATS, "one JSON object with stable keys (docs/METRICS.md)" },
-	{ "watch", OPT_WATCH, NULL, STATS, "refresh every second with per-second rates, until Ctrl-C" },
-	{ "help", OPT_HELP, NULL, EVERY, "this text" },
+	{ "json", OPT_JSON, NULL, STATS, NULL, "one JSON object with stable keys (docs/METRICS.md)" },
+	{ "watch", OPT_WATCH, NULL, STATS, NULL, "refresh every second with per-second rates, until Ctrl-C" },
+	{ "help", OPT_HELP, NULL, EVERY, NULL, "this text" },
 };
 
-#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+#define N_OPTS (sizeof(mmp_options) / sizeof(mmp_options[0]))
+const size_t mmp_options_n = N_OPTS;
 
 static const struct {
 	const char *name;
@@ -219,13 +214,13 @@ static void print_options(FILE *out, unsigned int mask)
 		char left[64];
 		int n;
 
-		if (!(opts[i].commands & mask))
+		if (!(mmp_options[i].commands & mask))
 			continue;
-		n = opts[i].val < 256 ? snprintf(left, sizeof(left), "  -%c, --%s", opts[i].val, opts[i].name)
-				      : snprintf(left, sizeof(left), "      --%s", opts[i].name);
-		if (opts[i].arg)
-			snprintf(left + n, sizeof(left) - n, " %s", opts[i].arg);
-		print_wrapped(out, left, opts[i].help);
+		n = mmp_options[i].val < 256 ? snprintf(left, sizeof(left), "  -%c, --%s", mmp_options[i].val, mmp_options[i].name)
+				      : snprintf(left, sizeof(left), "      --%s", mmp_options[i].name);
+		if (mmp_options[i].arg)
+			snprintf(left + n, sizeof(left) - n, " %s", mmp_options[i].arg);
+		print_wrapped(out, left, mmp_options[i].help);
 	}
 }
 
@@ -309,10 +304,10 @@ static void build_getopt(struct option *lo, char *shorts)
 
 	*p++ = ':'; /* a missing value is reported as ':' */
 	for (size_t i = 0; i < N_OPTS; i++) {
-		lo[i] = (struct option){ opts[i].name, opts[i].arg ? required_argument : no_argument, NULL, opts[i].val };
-		if (opts[i].val < 256) {
-			*p++ = (char)opts[i].val;
-			if (opts[i].arg)
+		lo[i] = (struct option){ mmp_options[i].name, mmp_options[i].arg ? required_argument : no_argument, NULL, mmp_options[i].val };
+		if (mmp_options[i].val < 256) {
+			*p++ = (char)mmp_options[i].val;
+			if (mmp_options[i].arg)
 				*p++ = ':';
 		}
 	}
@@ -321,48 +316,12 @@ static void build_getopt(struct option *lo, char *shorts)
 	lo[N_OPTS] = (struct option){ 0 };
 }
 
-static const struct opt_desc *desc_of(int val)
+static const struct mmp_option *desc_of(int val)
 {
 	for (size_t i = 0; i < N_OPTS; i++)
-		if (opts[i].val == val)
-			return &opts[i];
+		if (mmp_options[i].val == val)
+			return &mmp_options[i];
 	return NULL;
-}
-
-static void set_defaults(struct mmp_config *cfg)
-{
-	const char *reason;
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->command = MMP_CMD_RUN;
-	mmp_parse_hostport("0.0.0.0:8443", &cfg->listen, &reason);
-	mmp_parse_hostport("127.0.0.1:443", &cfg->target4, &reason);
-	mmp_parse_hostport("[::1]:443", &cfg->target6, &reason);
-	cfg->listen_port_hi = 8443;
-	cfg->target4_port_hi = cfg->target6_port_hi = 443;
-	cfg->n_ports = 1;
-	cfg->max_ports = MMP_MAX_PORTS_DEFAULT;
-	cfg->close_after_s = 60;
-	cfg->protocol = IPPROTO_TCP;
-	cfg->listeners = cores > 0 ? (int)cores : 1;
-	cfg->header_timeout_ms = 5000;
-	cfg->connect_timeout_ms = 5000;
-	cfg->engine = MMP_ENGINE_AUTO;
-	cfg->pin_dir = NULL; /* derived after parsing, from -p and -l */
-	cfg->route_table = 123;
-	cfg->max_queued = 4 << 20;
-	cfg->tc_max_flows = 65536;
-	cfg->max_pending = 16384;
-	cfg->max_pending_per_source = 4096;
-	cfg->udp_max_flows_per_lb = 65536;
-	cfg->tc_idle_timeout_s = 7200;
-	cfg->idle_timeout_s = 7200;
-	cfg->keepalive_idle_s = 60;
-	cfg->keepalive_intvl_s = 10;
-	cfg->keepalive_cnt = 6;
-	cfg->tc_handoff_delay_ms = 20;
-	cfg->drain_timeout_s = 60;
 }
 
 /* --keepalive IDLE[,INTVL,CNT], the kernel's limits (TCP_KEEPIDLE etc.); "0" turns it off. Returns 0 or -EINVAL. */
@@ -393,12 +352,245 @@ static int parse_keepalive(const char *arg, struct mmp_config *cfg)
 	return 0;
 }
 
+/*
+ * Apply option c's value arg to cfg: the one parser, for the command line
+ * and for the table's defaults. Returns 0, or -EINVAL after a one-line
+ * error that names the option and the fix. arg may be cut up (strtok).
+ */
+static int apply_option(struct mmp_config *cfg, int c, char *arg)
+{
+	long v;
+
+	switch (c) {
+	case 'l':
+		if (parse_range_opt("-l", arg, &cfg->listen, &cfg->listen_port_hi, 0))
+			return -EINVAL;
+		break;
+	case '4':
+		if (parse_range_opt("-4", arg, &cfg->target4, &cfg->target4_port_hi, AF_INET))
+			return -EINVAL;
+		break;
+	case '6':
+		if (parse_range_opt("-6", arg, &cfg->target6, &cfg->target6_port_hi, AF_INET6))
+			return -EINVAL;
+		break;
+	case 'a':
+		cfg->allowed_path = arg;
+		break;
+	case 'c':
+		if (parse_long(arg, 1, 86400 * 365, &v))
+			return bad_option("-c", arg, "seconds from 1 upwards");
+		cfg->close_after_s = (int)v;
+		break;
+	case 'p':
+		/* tcp,udp: TCP is the main protocol; run() starts UDP beside it (docs/DESIGN.md §13). */
+		cfg->tcp_and_udp = !strcmp(arg, "tcp,udp") || !strcmp(arg, "udp,tcp");
+		if (!strcmp(arg, "tcp") || cfg->tcp_and_udp)
+			cfg->protocol = IPPROTO_TCP;
+		else if (!strcmp(arg, "udp"))
+			cfg->protocol = IPPROTO_UDP;
+		else
+			return bad_option("-p", arg, "expected tcp, udp or tcp,udp");
+		break;
+	case 'm':
+		if (parse_long(arg, 0, UINT32_MAX, &v))
+			return bad_option("-m", arg, "expected a mark from 0 to 4294967295");
+		cfg->mark = (uint32_t)v;
+		break;
+	case 'v':
+		if (parse_long(arg, 0, 2, &v))
+			return bad_option("-v", arg, "expected 0, 1 or 2");
+		mmp_verbosity = (int)v;
+		break;
+	case OPT_LISTENERS:
+		if (parse_long(arg, 1, 1024, &v))
+			return bad_option("--listeners", arg, "expected 1 to 1024");
+		cfg->listeners = (int)v;
+		break;
+	case OPT_HEADER_TIMEOUT:
+		if (parse_long(arg, 1, 3600, &v))
+			return bad_option("--header-timeout", arg, "seconds from 1 to 3600");
+		cfg->header_timeout_ms = (int)v * 1000;
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		if (parse_long(arg, 1, 3600, &v))
+			return bad_option("--connect-timeout", arg, "seconds from 1 to 3600");
+		cfg->connect_timeout_ms = (int)v * 1000;
+		break;
+	case OPT_ENGINE:
+		if (!strcmp(arg, "auto"))
+			cfg->engine = MMP_ENGINE_AUTO;
+		else if (!strcmp(arg, "splice"))
+			cfg->engine = MMP_ENGINE_SPLICE;
+		else if (!strcmp(arg, "sockmap"))
+			cfg->engine = MMP_ENGINE_SOCKMAP;
+		else if (!strcmp(arg, "tc"))
+			cfg->engine = MMP_ENGINE_TC;
+		else
+			return bad_option("--engine", arg, "expected auto, tc, splice or sockmap");
+		break;
+	case OPT_IFACE:
+		for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+			if (cfg->n_ifaces >= (int)(sizeof(cfg->ifaces) / sizeof(cfg->ifaces[0])))
+				return bad_option("--iface", tok, "at most 32 interfaces");
+			cfg->ifaces[cfg->n_ifaces++] = tok;
+		}
+		break;
+	case OPT_MAX_PENDING:
+		if (parse_long(arg, 1, 1 << 24, &v))
+			return bad_option("--max-pending", arg, "expected 1 to 16777216");
+		cfg->max_pending = (uint32_t)v;
+		break;
+	case OPT_MAX_PENDING_SOURCE:
+		if (parse_long(arg, 1, 1 << 24, &v))
+			return bad_option("--max-pending-per-source", arg, "expected 1 to 16777216");
+		cfg->max_pending_per_source = (uint32_t)v;
+		break;
+	case OPT_UDP_MAX_FLOWS_LB:
+		if (parse_long(arg, 1, 1 << 24, &v))
+			return bad_option("--udp-max-flows-per-lb", arg, "expected 1 to 16777216");
+		cfg->udp_max_flows_per_lb = (uint32_t)v;
+		break;
+	case OPT_TC_MAX_FLOWS:
+		if (parse_long(arg, 16, 16 << 20, &v))
+			return bad_option("--tc-max-flows", arg, "expected 16 to 16777216");
+		cfg->tc_max_flows = (int)v;
+		break;
+	case OPT_TC_IDLE:
+		if (parse_long(arg, 0, 86400 * 30, &v))
+			return bad_option("--tc-idle-timeout", arg, "seconds, 0 for never");
+		cfg->tc_idle_timeout_s = (int)v;
+		break;
+	case OPT_TC_HANDOFF_DELAY:
+		if (parse_long(arg, 0, 60000, &v))
+			return bad_option("--tc-handoff-delay", arg, "milliseconds, 0 to 60000");
+		cfg->tc_handoff_delay_ms = (int)v;
+		break;
+	case OPT_DETACH:
+		cfg->detach = true;
+		break;
+	case OPT_TAKEOVER:
+		cfg->takeover = true;
+		break;
+	case OPT_DRAIN_TIMEOUT:
+		if (parse_long(arg, 0, 86400, &v))
+			return bad_option("--drain-timeout", arg, "seconds, 0 to 86400");
+		cfg->drain_timeout_s = (int)v;
+		break;
+	case OPT_IDLE_TIMEOUT:
+		if (parse_long(arg, 0, 86400 * 30, &v))
+			return bad_option("--idle-timeout", arg, "seconds, 0 for never");
+		cfg->idle_timeout_s = (int)v;
+		break;
+	case OPT_KEEPALIVE:
+		if (parse_keepalive(arg, cfg))
+			return bad_option("--keepalive", arg,
+					  "expected IDLE or IDLE,INTVL,CNT: seconds 1 to 32767, CNT 1 to 127; 0 = off");
+		break;
+	case OPT_UDP_ANY_SOURCE:
+		cfg->udp_any_source = true;
+		break;
+	case OPT_ALLOWED_ENDPOINTS:
+		cfg->allowed_endpoints_path = arg;
+		break;
+	case OPT_STRIP_STACKED:
+		cfg->strip_stacked = true;
+		break;
+	case OPT_ALL:
+		cfg->all = true;
+		break;
+	case OPT_XDP_IFACE:
+		for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+			if (cfg->n_xdp_ifaces >= (int)(sizeof(cfg->xdp_ifaces) / sizeof(cfg->xdp_ifaces[0])))
+				return bad_option("--xdp-iface", tok, "at most 32 interfaces");
+			if (strlen(tok) >= 16)
+				return bad_option("--xdp-iface", tok, "interface names are at most 15 characters");
+			cfg->xdp_ifaces[cfg->n_xdp_ifaces++] = tok;
+		}
+		break;
+	case OPT_XDP_MODE:
+		if (!strcmp(arg, "native"))
+			cfg->xdp_mode = MMP_XDP_MODE_NATIVE;
+		else if (!strcmp(arg, "skb"))
+			cfg->xdp_mode = MMP_XDP_MODE_SKB;
+		else
+			return bad_option("--xdp-mode", arg, "expected native or skb");
+		break;
+	case OPT_METRICS:
+		if (parse_addr_opt("--metrics", arg, &cfg->metrics_addr, 0))
+			return -EINVAL;
+		cfg->metrics = true;
+		break;
+	case OPT_MAX_PORTS:
+		if (parse_long(arg, 1, 65535, &v))
+			return bad_option("--max-ports", arg, "expected 1 to 65535");
+		cfg->max_ports = (int)v;
+		break;
+	case OPT_JSON:
+		cfg->stats_json = true;
+		break;
+	case OPT_WATCH:
+		cfg->stats_watch = true;
+		break;
+	case OPT_UDP_HEADER:
+		if (!strcmp(arg, "auto"))
+			cfg->udp_header = MMP_UDP_HDR_AUTO;
+		else if (!strcmp(arg, "every"))
+			cfg->udp_header = MMP_UDP_HDR_EVERY;
+		else if (!strcmp(arg, "first"))
+			cfg->udp_header = MMP_UDP_HDR_FIRST;
+		else if (!strcmp(arg, "spp"))
+			cfg->udp_header = MMP_UDP_HDR_SPP;
+		else
+			return bad_option("--udp-header", arg, "expected auto, every, first or spp");
+		break;
+	case OPT_MAX_QUEUED:
+		if (parse_long(arg, 65536, 1L << 40, &v))
+			return bad_option("--max-queued", arg, "bytes from 65536 upwards");
+		cfg->max_queued = (uint64_t)v;
+		break;
+	case OPT_PIN_DIR:
+		cfg->pin_dir = arg;
+		break;
+	case OPT_TABLE:
+		if (parse_long(arg, 1, 252, &v))
+			return bad_option("--table", arg, "expected a table number from 1 to 252");
+		cfg->route_table = (int)v;
+		break;
+	default:
+		/* In the table without a case here: the unit tests catch it. */
+		fprintf(stderr, "mmproxy-bpf: option %d has no parser\n", c);
+		return -ENOSYS;
+	}
+	return 0;
+}
+
+/* Every option's default from the table, through the option's own parser; then what is not a constant. */
+static void set_defaults(struct mmp_config *cfg)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < N_OPTS; i++) {
+		char def[64];
+
+		if (!mmp_options[i].def)
+			continue;
+		snprintf(def, sizeof(def), "%s", mmp_options[i].def); /* the parser may cut it up */
+		if (apply_option(cfg, mmp_options[i].val, def))
+			abort(); /* a default its own parser refuses: the unit tests catch it */
+	}
+	cfg->command = MMP_CMD_RUN;
+	cfg->n_ports = 1;
+	cfg->listeners = cores > 0 ? (int)cores : 1;
+	cfg->pin_dir = NULL; /* derived after parsing, from -p and -l */
+}
+
 int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 {
 	struct option long_opts[N_OPTS + 1];
 	char shorts[2 * N_OPTS + 3];
 	bool explicit_command = false, listen_given = false;
-	long v;
 	int c;
 
 	set_defaults(cfg);
@@ -415,221 +607,25 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 	opterr = 0; /* we print our own errors */
 	/* getopt_long_only: go-mmproxy unit files say -listeners 4, Go-style. */
 	while ((c = getopt_long_only(argc, argv, shorts, long_opts, NULL)) != -1) {
-		const struct opt_desc *d = desc_of(c == 'h' ? OPT_HELP : c);
+		const struct mmp_option *d = desc_of(c == 'h' ? OPT_HELP : c);
 
 		if (d && !(d->commands & ON(cfg->command)) && cfg->command != MMP_CMD_HELP) {
 			fprintf(stderr, "mmproxy-bpf: %s does not take --%s (see mmproxy-bpf %s --help)\n",
 				command_name(cfg->command), d->name, command_name(cfg->command));
 			return -EINVAL;
 		}
-		switch (c) {
-		case 'l':
-			if (parse_range_opt("-l", optarg, &cfg->listen, &cfg->listen_port_hi, 0))
-				return -EINVAL;
-			listen_given = true;
-			break;
-		case '4':
-			if (parse_range_opt("-4", optarg, &cfg->target4, &cfg->target4_port_hi, AF_INET))
-				return -EINVAL;
-			break;
-		case '6':
-			if (parse_range_opt("-6", optarg, &cfg->target6, &cfg->target6_port_hi, AF_INET6))
-				return -EINVAL;
-			break;
-		case 'a':
-			cfg->allowed_path = optarg;
-			break;
-		case 'c':
-			if (parse_long(optarg, 1, 86400 * 365, &v))
-				return bad_option("-c", optarg, "seconds from 1 upwards");
-			cfg->close_after_s = (int)v;
-			break;
-		case 'p':
-			/* tcp,udp: TCP is the main protocol; run() starts UDP beside it (docs/DESIGN.md §13). */
-			cfg->tcp_and_udp = !strcmp(optarg, "tcp,udp") || !strcmp(optarg, "udp,tcp");
-			if (!strcmp(optarg, "tcp") || cfg->tcp_and_udp)
-				cfg->protocol = IPPROTO_TCP;
-			else if (!strcmp(optarg, "udp"))
-				cfg->protocol = IPPROTO_UDP;
-			else
-				return bad_option("-p", optarg, "expected tcp, udp or tcp,udp");
-			break;
-		case 'm':
-			if (parse_long(optarg, 0, UINT32_MAX, &v))
-				return bad_option("-m", optarg, "expected a mark from 0 to 4294967295");
-			cfg->mark = (uint32_t)v;
-			break;
-		case 'v':
-			if (parse_long(optarg, 0, 2, &v))
-				return bad_option("-v", optarg, "expected 0, 1 or 2");
-			mmp_verbosity = (int)v;
-			break;
-		case OPT_LISTENERS:
-			if (parse_long(optarg, 1, 1024, &v))
-				return bad_option("--listeners", optarg, "expected 1 to 1024");
-			cfg->listeners = (int)v;
-			break;
-		case OPT_HEADER_TIMEOUT:
-			if (parse_long(optarg, 1, 3600, &v))
-				return bad_option("--header-timeout", optarg, "seconds from 1 to 3600");
-			cfg->header_timeout_ms = (int)v * 1000;
-			break;
-		case OPT_CONNECT_TIMEOUT:
-			if (parse_long(optarg, 1, 3600, &v))
-				return bad_option("--connect-timeout", optarg, "seconds from 1 to 3600");
-			cfg->connect_timeout_ms = (int)v * 1000;
-			break;
-		case OPT_ENGINE:
-			if (!strcmp(optarg, "auto"))
-				cfg->engine = MMP_ENGINE_AUTO;
-			else if (!strcmp(optarg, "splice"))
-				cfg->engine = MMP_ENGINE_SPLICE;
-			else if (!strcmp(optarg, "sockmap"))
-				cfg->engine = MMP_ENGINE_SOCKMAP;
-			else if (!strcmp(optarg, "tc"))
-				cfg->engine = MMP_ENGINE_TC;
-			else
-				return bad_option("--engine", optarg, "expected auto, tc, splice or sockmap");
-			break;
-		case OPT_IFACE:
-			for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
-				if (cfg->n_ifaces >= (int)(sizeof(cfg->ifaces) / sizeof(cfg->ifaces[0])))
-					return bad_option("--iface", tok, "at most 32 interfaces");
-				cfg->ifaces[cfg->n_ifaces++] = tok;
-			}
-			break;
-		case OPT_MAX_PENDING:
-			if (parse_long(optarg, 1, 1 << 24, &v))
-				return bad_option("--max-pending", optarg, "expected 1 to 16777216");
-			cfg->max_pending = (uint32_t)v;
-			break;
-		case OPT_MAX_PENDING_SOURCE:
-			if (parse_long(optarg, 1, 1 << 24, &v))
-				return bad_option("--max-pending-per-source", optarg, "expected 1 to 16777216");
-			cfg->max_pending_per_source = (uint32_t)v;
-			break;
-		case OPT_UDP_MAX_FLOWS_LB:
-			if (parse_long(optarg, 1, 1 << 24, &v))
-				return bad_option("--udp-max-flows-per-lb", optarg, "expected 1 to 16777216");
-			cfg->udp_max_flows_per_lb = (uint32_t)v;
-			break;
-		case OPT_TC_MAX_FLOWS:
-			if (parse_long(optarg, 16, 16 << 20, &v))
-				return bad_option("--tc-max-flows", optarg, "expected 16 to 16777216");
-			cfg->tc_max_flows = (int)v;
-			break;
-		case OPT_TC_IDLE:
-			if (parse_long(optarg, 0, 86400 * 30, &v))
-				return bad_option("--tc-idle-timeout", optarg, "seconds, 0 for never");
-			cfg->tc_idle_timeout_s = (int)v;
-			break;
-		case OPT_TC_HANDOFF_DELAY:
-			if (parse_long(optarg, 0, 60000, &v))
-				return bad_option("--tc-handoff-delay", optarg, "milliseconds, 0 to 60000");
-			cfg->tc_handoff_delay_ms = (int)v;
-			break;
-		case OPT_DETACH:
-			cfg->detach = true;
-			break;
-		case OPT_TAKEOVER:
-			cfg->takeover = true;
-			break;
-		case OPT_DRAIN_TIMEOUT:
-			if (parse_long(optarg, 0, 86400, &v))
-				return bad_option("--drain-timeout", optarg, "seconds, 0 to 86400");
-			cfg->drain_timeout_s = (int)v;
-			break;
-		case OPT_IDLE_TIMEOUT:
-			if (parse_long(optarg, 0, 86400 * 30, &v))
-				return bad_option("--idle-timeout", optarg, "seconds, 0 for never");
-			cfg->idle_timeout_s = (int)v;
-			break;
-		case OPT_KEEPALIVE:
-			if (parse_keepalive(optarg, cfg))
-				return bad_option("--keepalive", optarg,
-						  "expected IDLE or IDLE,INTVL,CNT: seconds 1 to 32767, CNT 1 to 127; 0 = off");
-			break;
-		case OPT_UDP_ANY_SOURCE:
-			cfg->udp_any_source = true;
-			break;
-		case OPT_ALLOWED_ENDPOINTS:
-			cfg->allowed_endpoints_path = optarg;
-			break;
-		case OPT_STRIP_STACKED:
-			cfg->strip_stacked = true;
-			break;
-		case OPT_ALL:
-			cfg->all = true;
-			break;
-		case OPT_XDP_IFACE:
-			for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
-				if (cfg->n_xdp_ifaces >= (int)(sizeof(cfg->xdp_ifaces) / sizeof(cfg->xdp_ifaces[0])))
-					return bad_option("--xdp-iface", tok, "at most 32 interfaces");
-				if (strlen(tok) >= 16)
-					return bad_option("--xdp-iface", tok, "interface names are at most 15 characters");
-				cfg->xdp_ifaces[cfg->n_xdp_ifaces++] = tok;
-			}
-			break;
-		case OPT_XDP_MODE:
-			if (!strcmp(optarg, "native"))
-				cfg->xdp_mode = MMP_XDP_MODE_NATIVE;
-			else if (!strcmp(optarg, "skb"))
-				cfg->xdp_mode = MMP_XDP_MODE_SKB;
-			else
-				return bad_option("--xdp-mode", optarg, "expected native or skb");
-			break;
-		case OPT_METRICS:
-			if (parse_addr_opt("--metrics", optarg, &cfg->metrics_addr, 0))
-				return -EINVAL;
-			cfg->metrics = true;
-			break;
-		case OPT_MAX_PORTS:
-			if (parse_long(optarg, 1, 65535, &v))
-				return bad_option("--max-ports", optarg, "expected 1 to 65535");
-			cfg->max_ports = (int)v;
-			break;
-		case OPT_JSON:
-			cfg->stats_json = true;
-			break;
-		case OPT_WATCH:
-			cfg->stats_watch = true;
-			break;
-		case OPT_UDP_HEADER:
-			if (!strcmp(optarg, "auto"))
-				cfg->udp_header = MMP_UDP_HDR_AUTO;
-			else if (!strcmp(optarg, "every"))
-				cfg->udp_header = MMP_UDP_HDR_EVERY;
-			else if (!strcmp(optarg, "first"))
-				cfg->udp_header = MMP_UDP_HDR_FIRST;
-			else if (!strcmp(optarg, "spp"))
-				cfg->udp_header = MMP_UDP_HDR_SPP;
-			else
-				return bad_option("--udp-header", optarg, "expected auto, every, first or spp");
-			break;
-		case OPT_MAX_QUEUED:
-			if (parse_long(optarg, 65536, 1L << 40, &v))
-				return bad_option("--max-queued", optarg, "bytes from 65536 upwards");
-			cfg->max_queued = (uint64_t)v;
-			break;
-		case OPT_PIN_DIR:
-			cfg->pin_dir = optarg;
-			break;
-		case OPT_TABLE:
-			if (parse_long(optarg, 1, 252, &v))
-				return bad_option("--table", optarg, "expected a table number from 1 to 252");
-			cfg->route_table = (int)v;
-			break;
-		case 'h':
-		case OPT_HELP:
+		if (c == 'h' || c == OPT_HELP) {
 			cfg->help = true;
-			break;
-		case ':':
+		} else if (c == ':') {
 			fprintf(stderr, "mmproxy-bpf: option %s needs a value (see --help)\n", argv[optind - 1]);
 			return -EINVAL;
-		default:
+		} else if (!d) {
 			fprintf(stderr, "mmproxy-bpf: unknown option '%s' (see --help)\n", argv[optind - 1]);
 			return -EINVAL;
+		} else if (apply_option(cfg, c, optarg)) {
+			return -EINVAL;
 		}
+		listen_given |= c == 'l';
 	}
 	if (optind < argc) {
 		fprintf(stderr, "mmproxy-bpf: unexpected argument '%s' (see --help)\n", argv[optind]);
