@@ -105,7 +105,7 @@ int __wrap_close(int fd)
 }
 
 /* The loop's close, reduced to what it does to the engine's resources. */
-void __wrap_mmp_conn_close(struct mmp_loop *loop, struct mmp_conn *c, bool reset_client, bool reset_upstream)
+void __wrap_mmp_conn_close(struct mmp_loop *loop, struct mmp_conn *c, unsigned int how)
 {
 	conn_closed = true;
 	mmp_splice_ops.release(loop, c);

@@ -40,15 +40,15 @@ static void close_endpoint(struct mmp_endpoint *ep, bool reset)
 	ep->fd = -1;
 }
 
-void mmp_conn_close(struct mmp_loop *loop, struct mmp_conn *c, bool reset_client, bool reset_upstream)
+void mmp_conn_close(struct mmp_loop *loop, struct mmp_conn *c, unsigned int how)
 {
 	mmp_conn_list_remove(mmp_loop_list_of(loop, c), c);
 	mmp_loop_poll_remove(loop, c);
 	/* The engines release their state while the sockets are still open (sockmap removes its entries). */
 	if (loop->on_conn_release)
 		loop->on_conn_release(loop, c);
-	close_endpoint(&c->client, reset_client);
-	close_endpoint(&c->upstream, reset_upstream);
+	close_endpoint(&c->client, how & MMP_CLOSE_RESET_CLIENT);
+	close_endpoint(&c->upstream, how & MMP_CLOSE_RESET_UPSTREAM);
 	mmp_count(loop->counters, MMP_TCP_CNT_active, -1);
 	{
 		enum mmp_conn_state old = c->state;
@@ -67,5 +67,5 @@ void mmp_conn_close_all(struct mmp_loop *loop)
 
 	for (int i = 0; i < 3; i++)
 		while (lists[i]->head)
-			mmp_conn_close(loop, lists[i]->head, false, false);
+			mmp_conn_close(loop, lists[i]->head, MMP_CLOSE_FIN);
 }

@@ -147,7 +147,7 @@ void mmp_engines_start(struct mmp_engines *e, struct mmp_loop *loop, struct mmp_
 			 strerror(-err), e->fallback.ops->name);
 		if (mmp_conn_consume_header(c)) {
 			c->engine = NULL;
-			mmp_conn_close(loop, c, false, false);
+			mmp_conn_close(loop, c, MMP_CLOSE_FIN);
 			return;
 		}
 		c->engine = &e->fallback;
@@ -156,7 +156,7 @@ void mmp_engines_start(struct mmp_engines *e, struct mmp_loop *loop, struct mmp_
 	if (err) {
 		pr_conn("no engine took client %s: %s", mmp_conn_client_name(c, name), strerror(-err));
 		c->engine = NULL;
-		mmp_conn_close(loop, c, true, true);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return;
 	}
 	if (!e->takeover.ops)

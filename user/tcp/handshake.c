@@ -62,7 +62,7 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 	 * arrived with the connection.
 	 */
 	if (mmp_loop_watch(&w->loop, &c->client, EPOLLIN | EPOLLRDHUP | EPOLLET)) {
-		mmp_conn_close(&w->loop, c, false, false);
+		mmp_conn_close(&w->loop, c, MMP_CLOSE_FIN);
 		return;
 	}
 	mmp_handshake_event(w, c, &c->client, EPOLLIN);
@@ -92,11 +92,11 @@ static const struct sockaddr_storage *mapped_target(struct mmp_conn *c, const st
  * never had it read), so the load balancer gets the FIN it got before the
  * header stayed queued, not the RST close() sends over unread bytes.
  */
-static void close_early(struct mmp_worker *w, struct mmp_conn *c, bool reset_upstream)
+static void close_early(struct mmp_worker *w, struct mmp_conn *c, unsigned int how)
 {
 	if (c->header_len && !mmp_engines_strip_header(&w->engines))
 		mmp_conn_consume_header(c); /* best effort: a failure only turns the FIN into a RST */
-	mmp_conn_close(&w->loop, c, false, reset_upstream);
+	mmp_conn_close(&w->loop, c, how);
 }
 
 /* Which upstream and source address a parsed header leads to. */
@@ -143,33 +143,33 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 {
 	const struct sockaddr *src = c->src_addr.ss_family ? (const struct sockaddr *)&c->src_addr : NULL;
 	char a[MMP_ADDRSTRLEN], b[MMP_ADDRSTRLEN];
-	const char *what;
-	int fd;
-
+	const char *what = "bind";
 	struct mmp_preconnect pc;
+	int err, fd = -1;
 
 	/* An engine may hold the client's ip:port (tc: a spliced flow) and choose the socket's MSS. */
-	what = "bind";
-	fd = mmp_engines_pre_connect(&w->engines, c, &pc);
-	if (fd < 0 && !src)
+	err = mmp_engines_pre_connect(&w->engines, c, &pc);
+	if (err && !src)
 		what = "choosing a local port that no spliced flow holds";
-	if (!fd && !src && pc.have_src)
+	if (!err && !src && pc.have_src)
 		src = (const struct sockaddr *)&pc.src;
 	/* An upstream beyond loopback: its replies are steered to us by tuple, recorded before the SYN (§14). */
-	if (!fd && c->src_addr.ss_family) {
+	if (!err && c->src_addr.ss_family) {
 		what = "recording the reply tuple for steering";
-		fd = mmp_steer_add(IPPROTO_TCP, src, (const struct sockaddr *)c->target, &c->steer_owner);
+		err = mmp_steer_add(IPPROTO_TCP, src, (const struct sockaddr *)c->target, &c->steer_owner);
 		if (c->steer_owner)
 			mmp_count(w->loop.counters, MMP_TCP_CNT_steered, 1);
 	}
-	if (!fd)
+	if (!err) {
 		fd = mmp_upstream_connect(src, (const struct sockaddr *)c->target, w->loop.cfg->mark, pc.mss, &what);
-	if (fd < 0) {
+		err = fd < 0 ? fd : 0;
+	}
+	if (err) {
 		mmp_count(w->loop.counters, MMP_TCP_CNT_upstream_failed, 1);
 		log_conn(w, TCP_LOG_UPSTREAM, "upstream %s for client %s: %s failed: %s%s", mmp_fmt_addr((const void *)c->target, a),
-			c->src_addr.ss_family ? mmp_fmt_addr(src, b) : "(unspoofed)", what, strerror(-fd),
-			mmp_upstream_hint(what, fd));
-		close_early(w, c, false);
+			c->src_addr.ss_family ? mmp_fmt_addr(src, b) : "(unspoofed)", what, strerror(-err),
+			mmp_upstream_hint(what, err));
+		close_early(w, c, MMP_CLOSE_FIN);
 		return;
 	}
 	c->upstream.fd = fd;
@@ -182,7 +182,7 @@ static void start_connect(struct mmp_worker *w, struct mmp_conn *c)
 	 * EPOLL_CTL_MOD is spent here: the engine sets its own mask at start.
 	 */
 	if (mmp_loop_watch(&w->loop, &c->upstream, EPOLLOUT))
-		close_early(w, c, false);
+		close_early(w, c, MMP_CLOSE_FIN);
 }
 
 /*
@@ -349,7 +349,7 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	c->header_len = hdr.header_len;
 	choose_route(w, c, &hdr);
 	if (client_refused(w, c)) {
-		close_early(w, c, false);
+		close_early(w, c, MMP_CLOSE_FIN);
 		return;
 	}
 	if (mmp_verbosity >= MMP_LOG_DEBUG) {
@@ -364,7 +364,7 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	start_connect(w, c);
 	return;
 fail:
-	mmp_conn_close(&w->loop, c, false, false);
+	mmp_conn_close(&w->loop, c, MMP_CLOSE_FIN);
 }
 
 static void finish_connect(struct mmp_worker *w, struct mmp_conn *c, uint32_t events)
@@ -384,7 +384,7 @@ static void finish_connect(struct mmp_worker *w, struct mmp_conn *c, uint32_t ev
 			mmp_fmt_addr((const void *)c->target, a),
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, b) : "(unspoofed)",
 			strerror(err), mmp_upstream_hint("connect", -err));
-		close_early(w, c, false);
+		close_early(w, c, MMP_CLOSE_FIN);
 		return;
 	}
 	pr_debug("upstream %s connected for client %s", mmp_fmt_addr((const void *)c->target, a),
@@ -415,7 +415,7 @@ void mmp_handshake_event(struct mmp_worker *w, struct mmp_conn *c, struct mmp_en
 		if (err || (events & EPOLLHUP)) {
 			log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s closed while connecting upstream%s%s",
 				mmp_fmt_addr((const void *)&c->lb_addr, lb), err ? ": " : "", err ? strerror(err) : "");
-			close_early(w, c, true);
+			close_early(w, c, MMP_CLOSE_RESET_UPSTREAM);
 			return;
 		}
 		/* A half-close (FIN after a request) is fine: the engine forwards it later. */
@@ -437,5 +437,5 @@ void mmp_handshake_timeout(struct mmp_worker *w, struct mmp_conn *c)
 			mmp_fmt_addr((const void *)c->target, a), w->loop.cfg->connect_timeout_ms / 1000,
 			c->src_addr.ss_family ? mmp_fmt_addr((const void *)&c->src_addr, lb) : "(unspoofed)");
 	}
-	close_early(w, c, false); /* in CONN_HEADER no header was parsed: header_len is 0 */
+	close_early(w, c, MMP_CLOSE_FIN); /* in CONN_HEADER no header was parsed: header_len is 0 */
 }

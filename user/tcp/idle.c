@@ -57,7 +57,7 @@ static void close_idle(struct mmp_worker *w, struct mmp_conn *c)
 	if (mmp_verbosity >= MMP_LOG_CONN)
 		pr_conn("connection of %s closed: no data either way for --idle-timeout %d s",
 			mmp_conn_client_name(c, client), w->loop.cfg->idle_timeout_s);
-	mmp_conn_close(&w->loop, c, false, false); /* FIN both ways: nothing is in flight */
+	mmp_conn_close(&w->loop, c, MMP_CLOSE_FIN); /* FIN both ways: nothing is in flight */
 }
 
 static uint64_t sweep_period_ms(const struct mmp_config *cfg)

@@ -265,14 +265,14 @@ static int sockmap_start(struct mmp_loop *loop, struct mmp_conn *c)
 		/* The client's bytes may already be in flight: no way back to splice. */
 		pr_conn("sockmap engine: failed to insert the upstream socket: %s; resetting the connection",
 			strerror(errno));
-		mmp_conn_close(loop, c, true, true);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return 0;
 	}
 	kick(c->client.fd);
 	kick(c->upstream.fd);
 	/* No EPOLLIN: data is the kernel's business until a pause notification. */
 	if (mmp_loop_watch(loop, &c->client, WATCH_IDLE) || mmp_loop_watch(loop, &c->upstream, WATCH_IDLE)) {
-		mmp_conn_close(loop, c, true, true);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return 0;
 	}
 	mmp_count(loop->counters, MMP_TCP_CNT_sockmap_flows, 1);
@@ -412,7 +412,7 @@ static void reset_pair(struct mmp_loop *loop, struct mmp_conn *c, bool reset_cli
 	mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
 	pr_debug("sockmap: %s failed (%s: %s), forwarding a reset", reset_client ? "upstream" : "client", why,
 		 strerror(errno));
-	mmp_conn_close(loop, c, reset_client, !reset_client);
+	mmp_conn_close(loop, c, reset_client ? MMP_CLOSE_RESET_CLIENT : MMP_CLOSE_RESET_UPSTREAM);
 }
 
 /* Advance both directions: held-back bytes, FIN forwarding, close. */
@@ -444,7 +444,7 @@ static void sockmap_progress(struct mmp_loop *loop, struct mmp_conn *c)
 		s->shut[i] = true;
 	}
 	if (s->shut[0] && s->shut[1]) {
-		mmp_conn_close(loop, c, false, false);
+		mmp_conn_close(loop, c, MMP_CLOSE_FIN);
 		return;
 	}
 	if (wait)

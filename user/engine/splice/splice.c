@@ -210,7 +210,7 @@ static void step(struct mmp_loop *loop, struct mmp_conn *c)
 		/* No pipe (why: pipe_err) and no memory for the buffer that would have replaced it. */
 		pr_err("client %s: closed: no splice pipe (%s) and out of memory for a copy buffer",
 		       mmp_conn_client_name(c, a), strerror(-err));
-		mmp_conn_close(loop, c, true, true);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return;
 	}
 	if (r0 != PUMP_OK || r1 != PUMP_OK) {
@@ -220,17 +220,17 @@ static void step(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
 		pr_debug("client %s: %s reset, forwarding the reset",
 			 mmp_conn_client_name(c, a), reset_client ? "upstream" : "client");
-		mmp_conn_close(loop, c, reset_client, !reset_client);
+		mmp_conn_close(loop, c, reset_client ? MMP_CLOSE_RESET_CLIENT : MMP_CLOSE_RESET_UPSTREAM);
 		return;
 	}
 	if (finished(c)) {
 		pr_debug("client %s: closed in both directions", mmp_conn_client_name(c, a));
-		mmp_conn_close(loop, c, false, false);
+		mmp_conn_close(loop, c, MMP_CLOSE_FIN);
 		return;
 	}
 	if (mmp_loop_watch(loop, &c->client, interest(dir_of(c, 0), dir_of(c, 1))) ||
 	    mmp_loop_watch(loop, &c->upstream, interest(dir_of(c, 1), dir_of(c, 0))))
-		mmp_conn_close(loop, c, true, true);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 }
 
 static int splice_start(struct mmp_loop *loop, struct mmp_conn *c)
@@ -239,7 +239,7 @@ static int splice_start(struct mmp_loop *loop, struct mmp_conn *c)
 
 	if (!s) {
 		pr_err("out of memory for a spliced connection");
-		mmp_conn_close(loop, c, true, true);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return 0;
 	}
 	s->dir[0].pipe_rd = s->dir[0].pipe_wr = s->dir[1].pipe_rd = s->dir[1].pipe_wr = -1;
@@ -274,7 +274,7 @@ static void splice_event(struct mmp_loop *loop, struct mmp_conn *c, struct mmp_e
 			mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
 			pr_debug("%s reset (%s), forwarding the reset", from_client ? "client" : "upstream",
 				 strerror(err));
-			mmp_conn_close(loop, c, !from_client, from_client);
+			mmp_conn_close(loop, c, from_client ? MMP_CLOSE_RESET_UPSTREAM : MMP_CLOSE_RESET_CLIENT);
 			return;
 		}
 	}

@@ -363,7 +363,7 @@ static bool reset_during_switch(struct mmp_loop *loop, struct mmp_conn *c, const
 	mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
 	/* The hand-off has an outcome like any other: every flow is counted once. */
 	mmp_count(loop->counters, MMP_TCP_CNT_tc_aborted, 1);
-	mmp_conn_close(loop, c, false, false);
+	mmp_conn_close(loop, c, MMP_CLOSE_FIN);
 	return true;
 }
 
@@ -492,7 +492,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		 mmp_conn_client_name(c, a), (unsigned long long)took_us, flow.up.seq_delta, flow.down.seq_delta,
 		 flow.up.wscale_in, flow.up.wscale_out, flow.down.wscale_in, flow.down.wscale_out);
 	/* Closing in repair mode sends nothing: no FIN, no RST. */
-	mmp_conn_close(loop, c, false, false);
+	mmp_conn_close(loop, c, MMP_CLOSE_FIN);
 	mmp_tc_send_window_updates(tc, &flow, &f1, &f2);
 }
 
