@@ -6,19 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "proto/allowlist.h"
+#include "proto/line_file.h"
 #include "lib/log.h"
-
-static char *trim(char *s)
-{
-	char *end;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	end = s + strlen(s);
-	while (end > s && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return s;
-}
 
 static void clear_host_bits(uint8_t *addr, unsigned int bytes, unsigned int prefixlen)
 {
@@ -34,13 +23,9 @@ static void clear_host_bits(uint8_t *addr, unsigned int bytes, unsigned int pref
 
 int mmp_cidr_parse_line(char *line, struct mmp_cidr *out, const char **reason)
 {
-	char *hash = strchr(line, '#');
-	char *s, *slash;
+	char *s = mmp_line_trim(line), *slash;
 	unsigned int max;
 
-	if (hash)
-		*hash = '\0';
-	s = trim(line);
 	if (!*s)
 		return 0;
 
@@ -75,52 +60,28 @@ int mmp_cidr_parse_line(char *line, struct mmp_cidr *out, const char **reason)
 	return 1;
 }
 
+struct cidr_reader {
+	mmp_cidr_cb cb;
+	void *ctx;
+};
+
+static int parse_cidr_line(char *line, unsigned int lineno, void *ctx, const char **reason)
+{
+	const struct cidr_reader *r = ctx;
+	struct mmp_cidr cidr;
+	int ret = mmp_cidr_parse_line(line, &cidr, reason);
+
+	if (ret <= 0)
+		return ret;
+	ret = r->cb(&cidr, lineno, r->ctx);
+	return ret ? ret : 1;
+}
+
 int mmp_allowlist_parse(const char *path, mmp_cidr_cb cb, void *ctx, char *why, size_t why_len)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	unsigned int lineno = 0;
-	int count = 0, err = 0;
-	FILE *f;
+	struct cidr_reader r = { cb, ctx };
 
-	why[0] = '\0';
-	f = fopen(path, "re");
-	if (!f) {
-		err = -errno;
-		snprintf(why, why_len, "failed to open allowed-subnets file %s: %s (check the -a path)", path,
-			 strerror(-err));
-		return err;
-	}
-	while (getline(&line, &cap, f) != -1) {
-		struct mmp_cidr cidr;
-		const char *reason;
-		int ret;
-
-		lineno++;
-		ret = mmp_cidr_parse_line(line, &cidr, &reason);
-		if (ret < 0) {
-			snprintf(why, why_len, "%s:%u: %s", path, lineno, reason);
-			err = ret;
-			goto out;
-		}
-		if (ret == 0)
-			continue;
-		err = cb(&cidr, lineno, ctx);
-		if (err) {
-			if (!why[0])
-				snprintf(why, why_len, "%s:%u: %s", path, lineno, strerror(-err));
-			goto out;
-		}
-		count++;
-	}
-	if (ferror(f)) {
-		err = -EIO;
-		snprintf(why, why_len, "failed to read allowed-subnets file %s: %s", path, strerror(EIO));
-	}
-out:
-	free(line);
-	fclose(f);
-	return err ? err : count;
+	return mmp_line_file_read(path, "allowed-subnets", "-a", parse_cidr_line, &r, why, why_len);
 }
 
 int mmp_allowlist_read(const char *path, mmp_cidr_cb cb, void *ctx)

@@ -7,25 +7,11 @@
 #include <string.h>
 
 #include "proto/endpoint_list.h"
+#include "proto/line_file.h"
 
 #define VPCE_PREFIX "vpce-"
 #define VPCE_HEX_MIN 8 /* the short form of older endpoints */
 #define VPCE_HEX_MAX 17
-
-/* Cut a '#' comment and surrounding blanks; returns the trimmed start. */
-static char *trim(char *line)
-{
-	char *end, *hash = strchr(line, '#');
-
-	if (hash)
-		*hash = '\0';
-	while (isspace((unsigned char)*line))
-		line++;
-	end = line + strlen(line);
-	while (end > line && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return line;
-}
 
 /*
  * A decimal number up to max: digits only (no sign, no blanks, no leading
@@ -66,7 +52,7 @@ static bool vpce_ok(const char *s)
 
 int mmp_endpoint_parse_line(char *line, struct mmp_endpoint *out, const char **reason)
 {
-	char *s = trim(line);
+	char *s = mmp_line_trim(line);
 
 	memset(out, 0, sizeof(*out));
 	if (!*s)
@@ -119,52 +105,25 @@ static int list_add(struct mmp_endpoint_list *list, const struct mmp_endpoint *e
 	return 0;
 }
 
+static int parse_endpoint_line(char *line, unsigned int lineno, void *ctx, const char **reason)
+{
+	struct mmp_endpoint ep;
+	int ret = mmp_endpoint_parse_line(line, &ep, reason);
+
+	if (ret <= 0)
+		return ret;
+	ret = list_add(ctx, &ep);
+	return ret ? ret : 1;
+}
+
 int mmp_endpoint_list_read(const char *path, struct mmp_endpoint_list *list, char *why, size_t why_len)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	unsigned int lineno = 0;
-	int err = 0;
-	FILE *f;
+	int n = mmp_line_file_read(path, "allowed-endpoints", "--allowed-endpoints", parse_endpoint_line, list, why,
+				   why_len);
 
-	why[0] = '\0';
-	f = fopen(path, "re");
-	if (!f) {
-		err = -errno;
-		snprintf(why, why_len, "failed to open allowed-endpoints file %s: %s (check the --allowed-endpoints path)",
-			 path, strerror(-err));
-		return err;
-	}
-	while (getline(&line, &cap, f) != -1) {
-		struct mmp_endpoint ep;
-		const char *reason;
-		int ret;
-
-		lineno++;
-		ret = mmp_endpoint_parse_line(line, &ep, &reason);
-		if (ret < 0) {
-			snprintf(why, why_len, "%s:%u: %s", path, lineno, reason);
-			err = ret;
-			goto out;
-		}
-		if (ret == 0)
-			continue;
-		err = list_add(list, &ep);
-		if (err) {
-			snprintf(why, why_len, "%s:%u: %s", path, lineno, strerror(-err));
-			goto out;
-		}
-	}
-	if (ferror(f)) {
-		err = -EIO;
-		snprintf(why, why_len, "failed to read allowed-endpoints file %s: %s", path, strerror(EIO));
-	}
-out:
-	free(line);
-	fclose(f);
-	if (err)
+	if (n < 0)
 		mmp_endpoint_list_free(list);
-	return err ? err : (int)list->n;
+	return n;
 }
 
 /* One entry against the header's TLV of the same provider. */
