@@ -30,7 +30,15 @@ struct mmp_addr;
 /* Format a map's struct mmp_addr as "ip:port" / "[ip6]:port" ("-" when unset). */
 const char *mmp_fmt_map_addr(const struct mmp_addr *a, char *buf, size_t len);
 
-/* True when ss's address is configured on this host (in this network namespace). */
+/*
+ * True when ss's address is local in this network namespace as routing sees
+ * it: binding port 0 of it succeeds exactly then, AnyIP routes (ip route
+ * add local PREFIX dev lo) included, and never stale. A socket and a bind
+ * per call: for once-per-flow decisions about where packets arrive (the tc
+ * hand-off, the UDP fast path). The per-connection client policy reads
+ * policy/local_addrs.h's snapshot instead (no system call, interface
+ * addresses only, up to a second old): the two differ for AnyIP routes.
+ */
 bool mmp_is_local_addr(const struct sockaddr_storage *ss);
 /* 127.0.0.0/8 or ::1. */
 bool mmp_is_loopback_addr(const struct sockaddr_storage *ss);

@@ -7,7 +7,10 @@
  *
  * Each thread keeps its own snapshot (getifaddrs), taken again at most once
  * a second, so the check costs no system call per connection. An address
- * added in the last second may be missed until the next snapshot.
+ * added in the last second may be missed until the next snapshot. Only
+ * interface addresses are listed, not AnyIP routes: lib/sockaddr.h's
+ * mmp_is_local_addr, a bind probe per call, is the routing view that the
+ * once-per-flow decisions use.
  */
 #ifndef MMP_LOCAL_ADDRS_H
 #define MMP_LOCAL_ADDRS_H
