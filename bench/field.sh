@@ -37,6 +37,8 @@ set -euo pipefail
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=nginx_conf.sh
 source "$BENCH_DIR/nginx_conf.sh"
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 BIN=${MMPROXY_BPF:-$BUILD/mmproxy-bpf}
@@ -80,19 +82,10 @@ TMP=$(mktemp -d /tmp/mmpf.XXXXXX)
 mkdir -p "$OUT_DIR"
 RAW=$OUT_DIR/field-$(date +%Y-%m-%d-%H%M).jsonl
 PIDS=() PROXY_PIDS=()
-stop_pid() {
-	kill -TERM "$1" 2>/dev/null || return 0
-	for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 cleanup() {
-	local p ns
+	local p
 	for p in "${PIDS[@]}" "${PROXY_PIDS[@]}"; do stop_pid "$p"; done
-	for ns in "$NSC" "$NS"; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do stop_pid "$p"; done
-		ip netns del "$ns" 2>/dev/null || true
-	done
+	ns_del "$NSC" "$NS"
 	rm -rf "$PIN_DIR"; ((KEEP_TMP)) || rm -rf "$TMP"
 }
 trap cleanup EXIT

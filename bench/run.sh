@@ -26,6 +26,8 @@ set -euo pipefail
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=nginx_conf.sh
 source "$BENCH_DIR/nginx_conf.sh"
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 TOOLS=$BUILD/bench
@@ -153,29 +155,12 @@ SKIPS=$TMP/skips.jsonl
 PIDS=()
 NS_MADE=()
 
-stop_pid() {
-	local pid=$1 i
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
-
 cleanup() {
-	local pid ns
+	local pid
 	for pid in "${PIDS[@]}"; do
 		stop_pid "$pid"
 	done
-	for ns in "${NS_MADE[@]}"; do
-		# Safety net: anything still running inside our namespaces is ours.
-		for pid in $(ip netns pids "$ns" 2>/dev/null); do
-			stop_pid "$pid"
-		done
-		ip netns del "$ns" 2>/dev/null || true
-	done
+	ns_del "${NS_MADE[@]}"
 	[[ -d $PIN_DIR ]] && rm -rf "$PIN_DIR"
 	rm -rf "$TMP"
 }

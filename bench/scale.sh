@@ -126,26 +126,14 @@ TMP=$(mktemp -d /tmp/mmps-scale.XXXXXX)
 PIDS=()
 NS_MADE=0
 
-stop_pid() {
-	local pid=$1 i
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=lib.sh
+source "$BENCH_DIR/lib.sh"
 
 cleanup() {
 	local pid
-	for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-	if ((NS_MADE)); then
-		# Safety net: anything still running inside our namespaces is ours.
-		for pid in $(ip netns pids "$NS" 2>/dev/null) $(ip netns pids "$NSC" 2>/dev/null); do stop_pid "$pid"; done
-		ip netns del "$NS" 2>/dev/null || true
-		ip netns del "$NSC" 2>/dev/null || true
-	fi
+	# 10 s each: a proxy holding 100k flows takes longer to close them than run.sh's.
+	for pid in "${PIDS[@]}"; do stop_pid "$pid" 100; done
+	((NS_MADE)) && ns_del "$NS" "$NSC"
 	[[ -d $PIN_DIR ]] && rm -rf "$PIN_DIR"
 	rm -rf "$TMP"
 }
@@ -317,11 +305,11 @@ start_none() {
 stop_proxy() {
 	local pid
 	if ((${#NONE_PIDS[@]})); then
-		for pid in "${NONE_PIDS[@]}"; do stop_pid "$pid"; forget_pid "$pid"; done
+		for pid in "${NONE_PIDS[@]}"; do stop_pid "$pid" 100; forget_pid "$pid"; done
 		NONE_PIDS=()
 		return
 	fi
-	stop_pid "$PROXY_PID"
+	stop_pid "$PROXY_PID" 100
 	forget_pid "$PROXY_PID"
 }
 

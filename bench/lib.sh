@@ -1,0 +1,27 @@
+# shellcheck shell=bash
+# bench/lib.sh: process and namespace clean-up shared by the benchmark
+# scripts (run.sh, scale.sh, field.sh). Source it after BENCH_DIR is set.
+
+# stop_pid PID [TENTHS]: SIGTERM, then SIGKILL after TENTHS tenths of a
+# second (default 50) if it still runs; reaped either way. A PID that is
+# already gone is fine.
+stop_pid() {
+	local pid=$1 tenths=${2:-50} i
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < tenths; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# ns_del NS...: stop whatever still runs in each of our namespaces (a safety
+# net: anything in them is ours), then delete them. Missing ones are fine.
+ns_del() {
+	local ns pid
+	for ns in "$@"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do stop_pid "$pid"; done
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
