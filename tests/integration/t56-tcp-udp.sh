@@ -29,16 +29,7 @@ if ! is_bpf; then
 	exit 0
 fi
 t_setup t56
-if [[ ! -x $UDP_TOOL ]]; then
-	echo "FAIL t56 setup: $UDP_TOOL missing (make integration-tools)"
-	exit 1
-fi
-# The kernel paths take remote load balancers' flows through lo (as udp_setup does).
-if [[ $MMP_ENGINE != splice ]] &&
-	! ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1; then
-	echo "FAIL t56 setup: cannot set lo's route_localnet and accept_local in the proxy namespace"
-	exit 1
-fi
+udp_ns_setup t56
 
 # 16 MiB each way: the client is still sending when the tc engine takes the flow over
 # (with less, it may have half-closed already: the flow then stays on splice, t13).

@@ -37,6 +37,14 @@ udp_setup() {
 		;;
 	esac
 	t_setup "$1"
+	udp_ns_setup "$1"
+}
+
+# udp_ns_setup ID: after t_setup, what UDP needs in the namespaces: the
+# datagram tool, and lo's sysctls through which the kernel paths take a
+# remote load balancer's flows (all but splice). For a test that runs under
+# every engine (t56) and so cannot use udp_setup.
+udp_ns_setup() {
 	if [[ ! -x $UDP_TOOL ]]; then
 		echo "FAIL $1 setup: $UDP_TOOL missing (make integration-tools)"
 		exit 1
