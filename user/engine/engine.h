@@ -26,6 +26,13 @@ struct mmp_loop;
 #define MMP_ENGINE_F_STRIPS_HEADER (1u << 0)
 /* The engine takes flows over from another engine later, instead of starting them. */
 #define MMP_ENGINE_F_TAKES_OVER (1u << 1)
+/*
+ * What the engine loads into the kernel, for the privileges check
+ * (policy/privileges.h): TC programs on the interfaces, or programs on
+ * sockets (a sockmap verdict).
+ */
+#define MMP_ENGINE_F_TC_PROGRAMS (1u << 2)
+#define MMP_ENGINE_F_SOCKET_PROGRAMS (1u << 3)
 
 /* What an engine that others take flows from still holds of a connection. */
 struct mmp_drain {

@@ -82,9 +82,9 @@ unsigned int mmp_tcp_run_features(const struct mmp_tcp_run *r)
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		if (!all[i]->ops)
 			continue;
-		if (!strcmp(all[i]->ops->name, "tc"))
+		if (all[i]->ops->flags & MMP_ENGINE_F_TC_PROGRAMS)
 			f |= MMP_FEAT_TC;
-		else if (!strcmp(all[i]->ops->name, "sockmap"))
+		if (all[i]->ops->flags & MMP_ENGINE_F_SOCKET_PROGRAMS)
 			f |= MMP_FEAT_SOCKMAP;
 	}
 	return f;

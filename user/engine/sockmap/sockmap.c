@@ -510,7 +510,7 @@ static void sockmap_worker_close(struct mmp_engine *e, struct mmp_loop *loop)
 
 const struct mmp_engine_ops mmp_sockmap_ops = {
 	.name = "sockmap",
-	.flags = MMP_ENGINE_F_STRIPS_HEADER,
+	.flags = MMP_ENGINE_F_STRIPS_HEADER | MMP_ENGINE_F_SOCKET_PROGRAMS,
 	.open = sockmap_open,
 	.close = sockmap_close,
 	.worker_open = sockmap_worker_open,

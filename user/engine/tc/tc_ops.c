@@ -159,7 +159,7 @@ static void tc_tick(struct mmp_engine *e)
 
 const struct mmp_engine_ops mmp_tc_ops = {
 	.name = "tc",
-	.flags = MMP_ENGINE_F_TAKES_OVER,
+	.flags = MMP_ENGINE_F_TAKES_OVER | MMP_ENGINE_F_TC_PROGRAMS,
 	.open = tc_open,
 	.close = tc_close,
 	.tick = tc_tick,
