@@ -76,6 +76,9 @@ fail:
 
 const char *mmp_upstream_hint(const char *what, int err)
 {
+	/* IP_TRANSPARENT does not lift the privileged-port check: a client port below 1024 needs its own capability. */
+	if (!strcmp(what, "bind") && err == -EACCES)
+		return " (the client's port is below 1024: run as root or grant CAP_NET_BIND_SERVICE)";
 	if (err == -EPERM || err == -EACCES)
 		return " (run as root or grant CAP_NET_ADMIN)";
 	if (!strcmp(what, "bind") && err == -EADDRINUSE)
