@@ -95,7 +95,15 @@ int mmp_port_ranges_validate(struct mmp_config *cfg, char *msg, size_t len)
 	return 0;
 }
 
-void mmp_port_range_upstream(const struct mmp_config *cfg, int family, uint16_t dport, struct sockaddr_storage *out)
+bool mmp_port_range_maps(const struct mmp_config *cfg, int family)
+{
+	const struct sockaddr_storage *t = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
+
+	return (family == AF_INET6 ? cfg->target6_port_hi : cfg->target4_port_hi) != mmp_sa_port(t);
+}
+
+const struct sockaddr_storage *mmp_port_range_upstream(const struct mmp_config *cfg, int family, uint16_t dport,
+						       struct sockaddr_storage *out)
 {
 	const struct sockaddr_storage *t = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
 	uint16_t t_hi = family == AF_INET6 ? cfg->target6_port_hi : cfg->target4_port_hi;
@@ -105,6 +113,7 @@ void mmp_port_range_upstream(const struct mmp_config *cfg, int family, uint16_t 
 	/* A range maps 1:1 (validated: the same size as -l's); a single port takes them all. */
 	if (t_hi != t_lo && dport >= l_lo && dport <= cfg->listen_port_hi)
 		mmp_sa_set_port(out, (uint16_t)(t_lo + (dport - l_lo)));
+	return out;
 }
 
 const char *mmp_fmt_port_range(const struct sockaddr_storage *ss, uint16_t hi, char *buf)

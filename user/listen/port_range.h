@@ -33,8 +33,17 @@ void mmp_sa_set_port(struct sockaddr_storage *ss, uint16_t port);
  */
 int mmp_port_ranges_validate(struct mmp_config *cfg, char *msg, size_t len);
 
-/* The upstream of a connection (or flow) that arrived on listen port dport: -4 (family AF_INET) or -6. */
-void mmp_port_range_upstream(const struct mmp_config *cfg, int family, uint16_t dport, struct sockaddr_storage *out);
+/* Whether -4 (family AF_INET) or -6 is a range: then the listen port picks the upstream's port. */
+bool mmp_port_range_maps(const struct mmp_config *cfg, int family);
+
+/*
+ * The upstream of a connection (or flow) that arrived on listen port dport
+ * (0: not known): -4 (family AF_INET) or -6, its port mapped from dport when
+ * it is a range (docs/DESIGN.md §8). Written to *out, which is returned: the
+ * one place TCP and UDP choose their target.
+ */
+const struct sockaddr_storage *mmp_port_range_upstream(const struct mmp_config *cfg, int family, uint16_t dport,
+						       struct sockaddr_storage *out);
 
 /* "127.0.0.1:9000-9999" (or "127.0.0.1:9000" for one port) into buf (MMP_ADDRSTRLEN + 8); returns buf. */
 const char *mmp_fmt_port_range(const struct sockaddr_storage *ss, uint16_t hi, char *buf);

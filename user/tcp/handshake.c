@@ -71,19 +71,17 @@ void mmp_handshake_accepted(struct mmp_worker *w, int fd, const struct sockaddr_
 /*
  * -4/-6 given as a range (docs/DESIGN.md §8): the port the load balancer
  * connected to (getsockname: with sk_lookup one socket serves every port)
- * picks the upstream port. A single upstream port keeps the shared target.
+ * picks the upstream port; asked only when there is a range to map.
  */
 static const struct sockaddr_storage *mapped_target(struct mmp_conn *c, const struct mmp_config *cfg, int family)
 {
-	uint16_t t_hi = family == AF_INET6 ? cfg->target6_port_hi : cfg->target4_port_hi;
-	const struct sockaddr_storage *t = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
 	struct sockaddr_storage local;
 	socklen_t len = sizeof(local);
+	uint16_t dport = 0;
 
-	if (t_hi == mmp_sa_port(t) || getsockname(c->client.fd, (struct sockaddr *)&local, &len))
-		return t;
-	mmp_port_range_upstream(cfg, family, mmp_sa_port(&local), &c->target_mapped);
-	return &c->target_mapped;
+	if (mmp_port_range_maps(cfg, family) && !getsockname(c->client.fd, (struct sockaddr *)&local, &len))
+		dport = mmp_sa_port(&local);
+	return mmp_port_range_upstream(cfg, family, dport, &c->target_mapped);
 }
 
 /*

@@ -187,16 +187,11 @@ static void set_reply_route(struct udp_flow *f, const struct udp_ep *lb, const s
 	f->local = *local;
 }
 
-/* The upstream of -4/-6 for f's family; a range's port follows the port the load balancer sent to (docs/DESIGN.md §8). */
+/* The upstream of -4/-6 for f's family; a range's port follows the port the load balancer sent to. */
 static const struct sockaddr_storage *mapped_target(struct udp_flow *f, const struct mmp_config *cfg, int family)
 {
-	const struct sockaddr_storage *t = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
-	uint16_t t_hi = family == AF_INET6 ? cfg->target6_port_hi : cfg->target4_port_hi;
-
-	if (t_hi == mmp_sa_port(t))
-		return t;
-	mmp_port_range_upstream(cfg, family == AF_INET6 ? AF_INET6 : AF_INET, ntohs(f->local.port), &f->target_mapped);
-	return &f->target_mapped;
+	return mmp_port_range_upstream(cfg, family == AF_INET6 ? AF_INET6 : AF_INET, ntohs(f->local.port),
+				       &f->target_mapped);
 }
 
 /* Open a flow: the upstream socket, the indexes, epoll and the map entry. NULL after counting the drop. */
