@@ -7,7 +7,6 @@
 #include <string.h>
 #include "core/conn.h"
 #include "core/lifecycle.h"
-#include "core/counters.h"
 #include "core/loop.h"
 #include "engine/engine.h"
 #include "engine/sockmap/sockmap.h"
@@ -142,7 +141,6 @@ void mmp_engines_start(struct mmp_engines *e, struct mmp_loop *loop, struct mmp_
 	err = e->first.ops->start(loop, c);
 	if (err && e->fallback.ops) {
 		/* Nothing is live in the kernel: the fallback takes the pair, header read off first. */
-		mmp_count(loop->counters, MMP_TCP_CNT_sockmap_fallbacks, 1);
 		pr_debug("%s engine refused client %s (%s): using %s", e->first.ops->name, mmp_conn_client_name(c, name),
 			 strerror(-err), e->fallback.ops->name);
 		if (mmp_conn_consume_header(c)) {
@@ -163,7 +161,8 @@ void mmp_engines_start(struct mmp_engines *e, struct mmp_loop *loop, struct mmp_
 		return;
 	if (c->state != CONN_SPLICING) {
 		/* It ended in its first step: nothing left to take over. */
-		mmp_count(loop->counters, MMP_TCP_CNT_tc_short, 1);
+		if (e->takeover.ops->ended_first)
+			e->takeover.ops->ended_first(loop, c);
 		return;
 	}
 	c->takeover = &e->takeover;

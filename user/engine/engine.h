@@ -81,6 +81,8 @@ struct mmp_engine_ops {
 	void (*release)(struct mmp_loop *loop, struct mmp_conn *c);
 	/* For engines that others take over from (optional). */
 	void (*drain_state)(const struct mmp_conn *c, struct mmp_drain *d);
+	/* For engines that take flows over (optional): c ended in its first engine's first step, before its turn. */
+	void (*ended_first)(struct mmp_loop *loop, struct mmp_conn *c);
 };
 
 /* One engine as one loop sees it. */

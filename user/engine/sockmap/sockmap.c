@@ -229,7 +229,7 @@ static void kick(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
 }
 
-static int sockmap_start(struct mmp_loop *loop, struct mmp_conn *c)
+static int start_flow(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_sockmap *sm = sm_of(c);
 	struct mmp_sockmap_conn *s = calloc(1, sizeof(*s));
@@ -282,6 +282,16 @@ fallback:
 	delete_entries(sm, s->cookie);
 	free(s);
 	c->ctx = NULL;
+	return err;
+}
+
+static int sockmap_start(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	int err = start_flow(loop, c);
+
+	/* Refused with nothing live: engine.c hands the flow to splice, sockmap's fallback whenever it runs. */
+	if (err)
+		mmp_count(loop->counters, MMP_TCP_CNT_sockmap_fallbacks, 1);
 	return err;
 }
 

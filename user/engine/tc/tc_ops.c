@@ -157,6 +157,11 @@ static void tc_tick(struct mmp_engine *e)
 	mmp_tc_note_empty(e->proc);
 }
 
+static void tc_ended_first(struct mmp_loop *loop, struct mmp_conn *c)
+{
+	mmp_count(loop->counters, MMP_TCP_CNT_tc_short, 1);
+}
+
 const struct mmp_engine_ops mmp_tc_ops = {
 	.name = "tc",
 	.flags = MMP_ENGINE_F_TAKES_OVER | MMP_ENGINE_F_TC_PROGRAMS,
@@ -168,4 +173,5 @@ const struct mmp_engine_ops mmp_tc_ops = {
 	.event = tc_event,
 	.poll = tc_poll,
 	.release = tc_release,
+	.ended_first = tc_ended_first,
 };
