@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* cmocka tests for the upstream errors' hints (user/tcp/upstream.c): each names what fixes it. */
+/* cmocka tests for the upstream errors' hints (user/lib/transparent.c): each names what fixes it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <string.h>
-#include "tcp/upstream.h"
+#include "lib/transparent.h"
 
 static void assert_hint(const char *what, int err, const char *want)
 {

@@ -17,7 +17,7 @@
 #include "lib/sockaddr.h"
 #include "mmp_steer.h"
 #include "steer/reply_steer.h"
-#include "tcp/upstream.h"
+#include "lib/transparent.h"
 
 #define PROBE_TIMEOUT_MS 1500
 

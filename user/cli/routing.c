@@ -15,7 +15,7 @@
 #include "lib/lo_sysctls.h"
 #include "lib/lo_sysctls_saved.h"
 #include "lib/sockaddr.h"
-#include "tcp/upstream.h"
+#include "lib/transparent.h"
 #include <linux/types.h>
 #include "mmp_steer.h"
 

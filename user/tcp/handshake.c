@@ -24,7 +24,7 @@
 #include "tcp/pending.h"
 #include "tcp/tcp_log.h"
 #include "steer/reply_steer.h"
-#include "tcp/upstream.h"
+#include "lib/transparent.h"
 #include "tcp/worker.h"
 
 /* Per-connection lines are rate-limited per reason (tcp_log.h). */

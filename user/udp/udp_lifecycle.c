@@ -25,7 +25,7 @@
 #include "udp/udp_lifecycle.h"
 #include "udp/udp_stage.h"
 #include "udp/udp_thread.h"
-#include "tcp/upstream.h"
+#include "lib/transparent.h"
 
 #define EVICT_CHUNK 256 /* mailbox entries taken per wakeup */
 

@@ -8,7 +8,7 @@
 #include "lib/sockaddr.h"
 #include "lib/sockinfo.h"
 #include "udp/udp_sock.h"
-#include "tcp/upstream.h"
+#include "lib/transparent.h"
 
 #ifndef UDP_GRO
 #define UDP_GRO 104

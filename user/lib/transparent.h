@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Opening the spoofed upstream connection. */
-#ifndef MMP_UPSTREAM_H
-#define MMP_UPSTREAM_H
+/*
+ * Transparent sockets, for TCP, UDP and `check`: the spoofed bind to a
+ * client's ip:port, the upstream connect, and the hint that explains a
+ * failed step.
+ */
+#ifndef MMP_TRANSPARENT_H
+#define MMP_TRANSPARENT_H
 
 #include <stdint.h>
 #include <sys/socket.h>

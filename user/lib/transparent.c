@@ -6,7 +6,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "lib/sockaddr.h"
-#include "tcp/upstream.h"
+#include "lib/transparent.h"
 
 static int set_transparent(int fd, int family)
 {
