@@ -14,20 +14,6 @@
 #include <sys/socket.h>
 #include "engine/splice/splice_dir.h"
 
-void mmp_splice_cap_unsent(const struct mmp_splice_dir *d, int dst)
-{
-	int lowat = MMP_SPLICE_NOTSENT_LOWAT;
-
-	/*
-	 * Best effort: a long flow's unsent bytes wait in src's queue and the
-	 * pipe (or copy buffer), not also megabytes of them in dst's send queue.
-	 * Without it, 50 two-way streams pushed TCP's memory past tcp_mem's
-	 * pressure mark, which slows every socket on the host (docs/DESIGN.md §3d).
-	 */
-	if (d->relay_only)
-		setsockopt(dst, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
-}
-
 int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 {
 	int p[2], sz, resize_err = 0;

@@ -10,11 +10,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "engine/splice/splice_dir.h"
 
 /* Rounds of recv/send per event before yielding, as the spliced path's. */
 #define RELAY_ROUNDS 8
+
+void mmp_splice_cap_unsent(const struct mmp_splice_dir *d, int dst)
+{
+	int lowat = MMP_SPLICE_NOTSENT_LOWAT;
+
+	/*
+	 * Best effort: a long flow's unsent bytes wait in src's queue and the
+	 * pipe (or copy buffer), not also megabytes of them in dst's send queue.
+	 * Without it, 50 two-way streams pushed TCP's memory past tcp_mem's
+	 * pressure mark, which slows every socket on the host (docs/DESIGN.md §3d).
+	 */
+	if (d->relay_only)
+		setsockopt(dst, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+}
 
 int mmp_splice_fall_back(struct mmp_splice_dir *d, int dst)
 {
