@@ -9,11 +9,11 @@
 #include "core/clock.h"
 #include "core/counters.h"
 #include "core/lifecycle.h"
+#include "core/loop.h"
 #include "lib/config.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
 #include "tcp/idle.h"
-#include "tcp/worker.h"
 
 #define SWEEP_MIN_MS 1000
 #define SWEEP_MAX_MS 30000
@@ -49,15 +49,15 @@ static uint32_t ms_since_data(int fd)
 	return ti.tcpi_last_data_recv;
 }
 
-static void close_idle(struct mmp_worker *w, struct mmp_conn *c)
+static void close_idle(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	char client[MMP_ADDRSTRLEN];
 
-	mmp_count(w->loop.counters, MMP_TCP_CNT_closed_idle, 1);
+	mmp_count(loop->counters, MMP_TCP_CNT_closed_idle, 1);
 	if (mmp_verbosity >= MMP_LOG_CONN)
 		pr_conn("connection of %s closed: no data either way for --idle-timeout %d s",
-			mmp_conn_client_name(c, client), w->loop.cfg->idle_timeout_s);
-	mmp_conn_close(&w->loop, c, MMP_CLOSE_FIN); /* FIN both ways: nothing is in flight */
+			mmp_conn_client_name(c, client), loop->cfg->idle_timeout_s);
+	mmp_conn_close(loop, c, MMP_CLOSE_FIN); /* FIN both ways: nothing is in flight */
 }
 
 static uint64_t sweep_period_ms(const struct mmp_config *cfg)
@@ -81,7 +81,6 @@ static uint64_t sweep_period_ms(const struct mmp_config *cfg)
  */
 static void sweep(struct mmp_loop *loop, struct mmp_timer *t)
 {
-	struct mmp_worker *w = mmp_worker_of(loop);
 	const struct mmp_config *cfg = loop->cfg;
 	uint32_t idle_ms = (uint32_t)cfg->idle_timeout_s * 1000;
 	struct mmp_conn *c, *next;
@@ -97,17 +96,17 @@ static void sweep(struct mmp_loop *loop, struct mmp_timer *t)
 		}
 		if (idle_ms && c->client.fd >= 0 && c->upstream.fd >= 0 && ms_since_data(c->client.fd) >= idle_ms &&
 		    ms_since_data(c->upstream.fd) >= idle_ms)
-			close_idle(w, c);
+			close_idle(loop, c);
 	}
 	mmp_loop_timer_arm(loop, t, mmp_now_ms() + sweep_period_ms(cfg));
 }
 
-void mmp_tcp_idle_start(struct mmp_worker *w)
+void mmp_tcp_idle_start(struct mmp_loop *loop, struct mmp_timer *sweep_timer)
 {
-	const struct mmp_config *cfg = w->loop.cfg;
+	const struct mmp_config *cfg = loop->cfg;
 
 	if (!cfg->idle_timeout_s && !cfg->keepalive_idle_s)
 		return;
-	w->idle_sweep.fn = sweep;
-	mmp_loop_timer_arm(&w->loop, &w->idle_sweep, mmp_now_ms() + sweep_period_ms(cfg));
+	sweep_timer->fn = sweep;
+	mmp_loop_timer_arm(loop, sweep_timer, mmp_now_ms() + sweep_period_ms(cfg));
 }

@@ -10,12 +10,13 @@
 #define MMP_TCP_IDLE_H
 
 struct mmp_config;
-struct mmp_worker;
+struct mmp_loop;
+struct mmp_timer;
 
 /* Keepalive on a listening socket: accepted sockets inherit it. Returns 0 or -errno. */
 int mmp_tcp_keepalive_set(int fd, const struct mmp_config *cfg);
 
-/* Arm w's periodic sweep of its established flows, when keepalive or --idle-timeout is on. */
-void mmp_tcp_idle_start(struct mmp_worker *w);
+/* Arm the loop's periodic sweep of its established flows on sweep_timer, when keepalive or --idle-timeout is on. */
+void mmp_tcp_idle_start(struct mmp_loop *loop, struct mmp_timer *sweep_timer);
 
 #endif

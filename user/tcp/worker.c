@@ -248,7 +248,7 @@ int mmp_worker_init(struct mmp_worker *w, int id, const struct mmp_config *cfg, 
 	w->engine_tick.fn = on_engine_tick;
 	w->log_tick.fn = on_log_tick;
 	mmp_loop_timer_arm(&w->loop, &w->log_tick, mmp_now_ms() + 1000);
-	mmp_tcp_idle_start(w);
+	mmp_tcp_idle_start(&w->loop, &w->idle_sweep);
 	err = mmp_engines_worker_open(&w->engines, engines, &w->loop);
 	w->engines_open = true; /* partly open is closed the same way */
 	if (err)
