@@ -21,6 +21,7 @@
 #     second start without --takeover. Each exits non-zero with one line
 #     naming the cause and the fix; the running instance keeps serving and
 #     exits 0 without leaving a pin.
+# By hand, an upgrade: T62_OTHER_BIN=PATH takes over with another build.
 # By hand, a stress run: T62_RATE=0 T62_CONNS=64 (unbounded connection rate)
 # with T62_TAKEOVERS / T62_DURATION. On 2 cores that overloads the host:
 # loadgen then sees connect errors with no takeover at all (287 in 24 s), so
@@ -60,8 +61,10 @@ STREAM_RATE=768K # each way: 20 MiB last about 27 s, past the last takeover
 RATE=${T62_RATE:-200} # loadgen's new connections a second
 DURATION=${T62_DURATION:-$((TAKEOVERS * EVERY + 4))}
 PIN=$(tc_pindir takeover)
-OTHER_BIN="$T_TMP/other-build/mmproxy-bpf"
-mkdir -p "${OTHER_BIN%/*}" && cp "$MMP_BIN" "$OTHER_BIN"
+# T62_OTHER_BIN: a real other build (an upgrade) instead of a copy, e.g.
+# make BUILD=/tmp/b2 VERSION=next && T62_OTHER_BIN=/tmp/b2/mmproxy-bpf ...
+OTHER_BIN=${T62_OTHER_BIN:-$T_TMP/other-build/mmproxy-bpf}
+[[ -n ${T62_OTHER_BIN:-} ]] || { mkdir -p "${OTHER_BIN%/*}" && cp "$MMP_BIN" "$OTHER_BIN"; }
 migrate0=$(ns_exec "$TOPO_PROXY" cat /proc/sys/net/ipv4/tcp_migrate_req)
 if "$MMP_BIN" run --help 2>&1 | grep -q -- --takeover; then
 	HAS_TAKEOVER=1
