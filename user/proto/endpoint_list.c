@@ -23,12 +23,12 @@ static int parse_decimal(const char *s, uint64_t max, uint64_t *out)
 	uint64_t v = 0;
 
 	if (!*s || (s[0] == '0' && s[1]))
-		return -1;
+		return -EINVAL;
 	for (; *s; s++) {
 		if (!isdigit((unsigned char)*s))
-			return -1;
+			return -EINVAL;
 		if (v > (max - (uint64_t)(*s - '0')) / 10)
-			return -1;
+			return -EINVAL;
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	*out = v;

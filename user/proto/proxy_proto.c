@@ -32,6 +32,7 @@
  *    their documented shape; a duplicate of one so read is invalid
  *    (docs/DESIGN.md §12).
  */
+#include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -183,7 +184,7 @@ static bool is_xdigit(uint8_t ch)
 /*
  * v1_ipv4 - check a dotted quad, or a prefix of one when !complete.
  * Exactly four decimal numbers 0..255 without leading zeros, single dots.
- * Returns 0 (and fills out[] when complete) or -1 if s cannot be (a prefix
+ * Returns 0 (and fills out[] when complete) or -EINVAL if s cannot be (a prefix
  * of) such an address.
  */
 static int v1_ipv4(const uint8_t *s, size_t n, bool complete, uint8_t out[4])
@@ -192,27 +193,27 @@ static int v1_ipv4(const uint8_t *s, size_t n, bool complete, uint8_t out[4])
 	size_t i;
 
 	if (n > PP1_IPV4_MAX)
-		return -1;
+		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (s[i] == '.') {
 			if (digits == 0 || octet == 3)
-				return -1;
+				return -EINVAL;
 			out[octet++] = (uint8_t)val;
 			val = 0;
 			digits = 0;
 			continue;
 		}
 		if (!is_digit(s[i]) || (digits == 1 && val == 0))
-			return -1;
+			return -EINVAL;
 		val = val * 10 + (s[i] - '0');
 		digits++;
 		if (val > 255)
-			return -1;
+			return -EINVAL;
 	}
 	if (!complete)
 		return 0;
 	if (octet != 3 || digits == 0)
-		return -1;
+		return -EINVAL;
 	out[3] = (uint8_t)val;
 	return 0;
 }
@@ -221,7 +222,7 @@ static int v1_ipv4(const uint8_t *s, size_t n, bool complete, uint8_t out[4])
  * v1_ipv6 - check an IPv6 address, or a plausible prefix of one.
  * A prefix only has to use hex digits, ':' and '.' within the longest
  * textual form; a complete one must satisfy inet_pton(AF_INET6).
- * Returns 0 (and fills *out when complete) or -1.
+ * Returns 0 (and fills *out when complete) or -EINVAL.
  */
 static int v1_ipv6(const uint8_t *s, size_t n, bool complete, struct in6_addr *out)
 {
@@ -229,22 +230,22 @@ static int v1_ipv6(const uint8_t *s, size_t n, bool complete, struct in6_addr *o
 	size_t i;
 
 	if (n > PP1_IPV6_MAX)
-		return -1;
+		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (!is_xdigit(s[i]) && s[i] != ':' && s[i] != '.')
-			return -1;
+			return -EINVAL;
 	}
 	if (!complete)
 		return 0;
 	memcpy(text, s, n);
 	text[n] = '\0';
-	return inet_pton(AF_INET6, text, out) == 1 ? 0 : -1;
+	return inet_pton(AF_INET6, text, out) == 1 ? 0 : -EINVAL;
 }
 
 /*
  * v1_port - check a decimal port 0..65535 without leading zeros, or a prefix
  * of one when !complete.
- * Returns 0 (and fills *out when complete) or -1.
+ * Returns 0 (and fills *out when complete) or -EINVAL.
  */
 static int v1_port(const uint8_t *s, size_t n, bool complete, uint16_t *out)
 {
@@ -252,13 +253,13 @@ static int v1_port(const uint8_t *s, size_t n, bool complete, uint16_t *out)
 	size_t i;
 
 	if (n > PP1_PORT_MAX || (complete && n == 0))
-		return -1;
+		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (!is_digit(s[i]) || (i == 1 && s[0] == '0'))
-			return -1;
+			return -EINVAL;
 		val = val * 10 + (s[i] - '0');
 		if (val > 65535)
-			return -1;
+			return -EINVAL;
 	}
 	if (complete)
 		*out = (uint16_t)val;
@@ -269,7 +270,7 @@ static int v1_port(const uint8_t *s, size_t n, bool complete, uint16_t *out)
  * v1_ipv6_dst - a TCP6 destination: an IPv6 address, or else a strict IPv4
  * one, which is stored IPv4-mapped. A prefix is checked as IPv6's (hex
  * digits, ':' and '.' cover a dotted quad's).
- * Returns 0 (and fills *out when complete) or -1.
+ * Returns 0 (and fills *out when complete) or -EINVAL.
  */
 static int v1_ipv6_dst(const uint8_t *s, size_t n, bool complete, struct in6_addr *out)
 {
@@ -278,7 +279,7 @@ static int v1_ipv6_dst(const uint8_t *s, size_t n, bool complete, struct in6_add
 	if (v1_ipv6(s, n, complete, out) == 0)
 		return 0;
 	if (!complete || v1_ipv4(s, n, true, v4) < 0)
-		return -1;
+		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->s6_addr[10] = out->s6_addr[11] = 0xff;
 	memcpy(&out->s6_addr[12], v4, 4);
@@ -287,7 +288,7 @@ static int v1_ipv6_dst(const uint8_t *s, size_t n, bool complete, struct in6_add
 
 /*
  * v1_value - dispatch one field to its checker.
- * Returns what the checker returns: 0 when valid (so far), -1 when not.
+ * Returns what the checker returns: 0 when valid (so far), -EINVAL when not.
  */
 static int v1_value(enum v1_kind kind, const uint8_t *s, size_t n, bool complete, void *out)
 {
@@ -301,7 +302,7 @@ static int v1_value(enum v1_kind kind, const uint8_t *s, size_t n, bool complete
 	case V1_IPV6_DST:
 		return v1_ipv6_dst(s, n, complete, out);
 	}
-	return -1;
+	return -EINVAL;
 }
 
 /*
@@ -580,11 +581,11 @@ static bool v2_crc_ok(const uint8_t *buf, size_t hlen, size_t crc_off)
 	return crc == get_be32(buf + crc_off);
 }
 
-/* Store a byte-string TLV; returns -1 when it was already there (a duplicate). */
+/* Store a byte-string TLV; returns -EEXIST when it was already there (a duplicate). */
 static int set_once(struct pp_bytes *b, const uint8_t *p, size_t len)
 {
 	if (b->ptr)
-		return -1;
+		return -EEXIST;
 	b->ptr = p;
 	b->len = len;
 	return 0;
@@ -604,7 +605,7 @@ static uint32_t get_le32(const uint8_t *p)
  * v2_ssl - the SSL TLV: client (1 byte), verify (4 bytes, big-endian), then
  * sub-TLVs, of which we keep the CN. The value at v[0..vlen) lies inside the
  * header already; the sub-TLVs must fill it exactly, as TLVs fill a header.
- * Returns 0, or -1 with *reason set.
+ * Returns 0, or -EINVAL with *reason set.
  */
 static int v2_ssl(const uint8_t *v, size_t vlen, struct pp_tlvs *t, const char **reason)
 {
@@ -631,13 +632,13 @@ static int v2_ssl(const uint8_t *v, size_t vlen, struct pp_tlvs *t, const char *
 
 short_ssl:
 	*reason = "v2: SSL TLV shorter than its 5-byte client and verify fields";
-	return -1;
+	return -EINVAL;
 truncated:
 	*reason = "v2: truncated sub-TLV in the SSL TLV";
-	return -1;
+	return -EINVAL;
 dup:
 	*reason = "v2: duplicate TLV";
-	return -1;
+	return -EINVAL;
 }
 
 /*
@@ -647,7 +648,7 @@ dup:
  * else's use of that type: skipped, not an error, so that a sender using
  * 0xE0 for its own purpose is not refused. A second copy of one we read is
  * an error: which endpoint would it be?
- * Returns 0, or -1 with *reason set.
+ * Returns 0, or -EINVAL with *reason set.
  */
 static int v2_cloud(uint8_t type, const uint8_t *v, size_t vlen, struct pp_tlvs *t, const char **reason)
 {
@@ -679,13 +680,13 @@ static int v2_cloud(uint8_t type, const uint8_t *v, size_t vlen, struct pp_tlvs 
 
 dup:
 	*reason = "v2: duplicate TLV";
-	return -1;
+	return -EINVAL;
 }
 
 /*
  * v2_tlv - record one TLV whose value is buf[off..off+vlen), already known
  * to lie inside the header.
- * Returns 0, or -1 with *reason set for a bad CRC32C length, an oversized
+ * Returns 0, or -EINVAL with *reason set for a bad CRC32C length, an oversized
  * UNIQUE_ID, a malformed SSL TLV or a duplicate of a TLV we expose.
  * *crc_off gets the offset of a CRC32C value.
  */
@@ -737,13 +738,13 @@ static int v2_tlv(const uint8_t *buf, uint8_t type, size_t off, size_t vlen, siz
 
 bad_crc_len:
 	*reason = "v2: CRC32C TLV length is not 4";
-	return -1;
+	return -EINVAL;
 dup:
 	*reason = "v2: duplicate TLV";
-	return -1;
+	return -EINVAL;
 long_id:
 	*reason = "v2: UNIQUE_ID longer than 128 bytes";
-	return -1;
+	return -EINVAL;
 }
 
 /*
