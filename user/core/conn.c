@@ -43,9 +43,11 @@ int mmp_conn_consume_header(struct mmp_conn *c)
 	/* MSG_TRUNC on TCP discards the bytes without copying them; they were peeked and parsed already. */
 	n = recv(c->client.fd, NULL, c->header_len, MSG_TRUNC | MSG_WAITALL);
 	if (n != (ssize_t)c->header_len) {
+		int err = n < 0 ? -errno : -EIO;
+
 		pr_conn("failed to consume the PROXY header from %s: %s", mmp_fmt_addr((const void *)&c->lb_addr, lb),
-			n < 0 ? strerror(errno) : "short read");
-		return -1;
+			n < 0 ? strerror(-err) : "short read");
+		return err;
 	}
 	c->header_consumed = true;
 	return 0;

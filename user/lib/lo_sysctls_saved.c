@@ -88,7 +88,7 @@ int mmp_lo_sysctls_save(bool *recorded)
 	*recorded = false;
 	lock = mmp_netns_lock_wait(SAVED_LOCK);
 	if (lock < 0)
-		return -1; /* logged: the lock directory */
+		return lock; /* a negative errno, logged: the lock directory */
 	if (all_on())
 		return lock; /* nothing will change: nothing to put back */
 	dir = mmp_netns_dir_open();

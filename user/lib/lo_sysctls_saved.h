@@ -17,7 +17,7 @@
  * Before turning them on: record the current values unless a record exists
  * (the first one wins: a later start sees the values an earlier one set);
  * recorded says whether this call made it. Returns the record's lock (cleanup
- * waits for it), or -1 (logged). The caller turns them on either way, then
+ * waits for it), or a negative errno (logged). The caller turns them on either way, then
  * calls mmp_lo_sysctls_unsave.
  */
 int mmp_lo_sysctls_save(bool *recorded);

@@ -215,8 +215,8 @@ static int restore_lowat(struct mmp_conn *c)
  * A second PROXY header right after the first (docs/DESIGN.md §12): refused
  * by default; with --strip-stacked both are stripped and *hdr becomes the
  * second, whose client is the original one. n bytes were peeked.
- * Returns 0 to go on, 1 to wait for more bytes, -1 when the connection is
- * refused (counted and logged here).
+ * Returns 0 to go on, 1 to wait for more bytes, -EPROTO when the connection
+ * is refused (counted and logged here).
  */
 static int handle_stacked(struct mmp_worker *w, struct mmp_conn *c, struct pp_header *hdr, size_t n,
 			  uint32_t events)
@@ -257,12 +257,12 @@ refused:
 	mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
 	log_conn(w, TCP_LOG_BAD_HEADER, "stacked PROXY headers from %s: a second header follows the first (one load balancer behind another? --strip-stacked strips both and uses the second one's client)",
 		mmp_fmt_addr((const void *)&c->lb_addr, lb));
-	return -1;
+	return -EPROTO;
 bad:
 	mmp_count(w->loop.counters, MMP_TCP_CNT_bad_header, 1);
 	log_conn(w, TCP_LOG_BAD_HEADER, "invalid second (stacked) PROXY header from %s: %s",
 		mmp_fmt_addr((const void *)&c->lb_addr, lb), reason);
-	return -1;
+	return -EPROTO;
 }
 
 /* Refused by --allowed-endpoints: counted and logged; returns true. */
@@ -286,6 +286,7 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	const char *reason;
 	enum pp_status st;
 	ssize_t n;
+	int err;
 
 	n = recv(c->client.fd, w->peek_buf, PP_MAX_HEADER_LEN, MSG_PEEK);
 	if (n < 0) {
@@ -322,12 +323,11 @@ static void read_header(struct mmp_worker *w, struct mmp_conn *c, uint32_t event
 	 */
 	if (endpoint_refused(w, c, &hdr))
 		goto fail;
-	switch (handle_stacked(w, c, &hdr, (size_t)n, events)) {
-	case 1:
+	err = handle_stacked(w, c, &hdr, (size_t)n, events);
+	if (err > 0)
 		return;
-	case -1:
+	if (err < 0)
 		goto fail;
-	}
 	if (restore_lowat(c)) {
 		log_conn(w, TCP_LOG_CONN_ERROR, "connection from %s: resetting SO_RCVLOWAT failed: %s",
 			mmp_fmt_addr((const void *)&c->lb_addr, lb), strerror(errno));
