@@ -19,6 +19,9 @@ PACKAGES=(
 	python3 socat jq xdp-tools prometheus python3-prometheus-client ethtool
 	# t57-t59: a capture on the uplink sees no packet of a client address
 	tcpdump
+	# t64: a real container on docker0; the test starts its own dockerd in a namespace
+	# (pulls in containerd, runc, tini and iptables, which the test does not use)
+	docker.io
 	# make deb and t54 (dpkg-buildpackage, dh, lintian); no fakeroot: the
 	# package says Rules-Requires-Root: no
 	dpkg-dev debhelper lintian
@@ -37,12 +40,24 @@ if ((${#missing[@]} == 0)); then
 fi
 echo "deps: installing ${missing[*]}"
 apt-get update -qq
+# Debian starts nginx, haproxy and docker as services on install; the tests run their own instances,
+# and a host dockerd would add docker0 and iptables rules to this host. A policy-rc.d that denies
+# every start (honoured by invoke-rc.d and deb-systemd-invoke) keeps them down while apt runs; an
+# existing one is left as it is.
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+	printf '#!/bin/sh\n# scripts/deps.sh (mmproxy-bpf): no service starts while it installs\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	trap 'rm -f "$policy"' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts nginx and haproxy as services on install; the tests run their own instances.
-for svc in nginx haproxy; do
-	if command -v systemctl >/dev/null && systemctl is-active -q "$svc" 2>/dev/null; then
-		systemctl stop "$svc" || true
-		systemctl disable -q "$svc" 2>/dev/null || true
-	fi
+# Nor at boot: only the services of packages installed just now (a docker the user had stays as it was),
+# and their socket units (docker has one: it would start dockerd at the first client).
+for pkg_svc in nginx-light:nginx haproxy:haproxy docker.io:docker; do
+	if [[ " ${missing[*]} " != *" ${pkg_svc%%:*} "* ]] || ! command -v systemctl >/dev/null; then continue; fi
+	for unit in "${pkg_svc#*:}".socket "${pkg_svc#*:}"; do
+		systemctl stop "$unit" 2>/dev/null || true
+		systemctl disable -q "$unit" 2>/dev/null || true
+	done
 done
 echo "deps: done"
