@@ -87,9 +87,12 @@ dk_start() {
 	return 1
 }
 
-# dk_why: dockerd's last error, one line.
+# dk_why: dockerd's last error, one line (its last line when it logged none, e.g. a flag it refused).
 dk_why() {
-	grep -E 'level=(fatal|error)' "$DK_DIR/dockerd.log" | tail -1 | sed 's/.*msg="\([^"]*\)".*/\1/' | cut -c1-200
+	local line
+	line=$(grep -E 'level=(fatal|error)' "$DK_DIR/dockerd.log" | tail -1)
+	[[ -n $line ]] || line=$(grep -v '^[[:space:]]*$' "$DK_DIR/dockerd.log" | tail -2 | tr '\n' ' ')
+	sed 's/.*msg="\([^"]*\)".*/\1/' <<<"${line:-dockerd exited without a word}" | cut -c1-200
 }
 
 # dk_rootfs DIR: nginx, mmpt-client and the libraries they link, the users nginx needs, its config.
@@ -169,14 +172,14 @@ cleanup_push dk_host_cleanup
 if ! dk_start; then
 	why=$(dk_why)
 	proc_stop "$DK_PID" 5
-	if [[ $why == *overlay* || $why == *storage* || $why == *driver* ]]; then
+	if [[ ${why,,} == *overlay* || ${why,,} == *storage* || ${why,,} == *driver* ]]; then
 		dk_host_cleanup
 		dk_start --storage-driver vfs || {
 			echo "SKIP t64 real Docker: dockerd does not start here, even with --storage-driver vfs: $(dk_why)"
 			exit 0
 		}
 	else
-		echo "SKIP t64 real Docker: dockerd does not start here: ${why:-no error logged, see dockerd.log}"
+		echo "SKIP t64 real Docker: dockerd does not start here: $why"
 		exit 0
 	fi
 fi
