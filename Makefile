@@ -2,6 +2,7 @@
 #   make            binary + BPF objects (clang -> bpftool gen object -> bpftool gen skeleton)
 #   make test       every test (installs deps first; needs root, re-runs through sudo)
 #   make demo       HAProxy -> mmproxy-bpf -> upstream in namespaces (needs root)
+#   make demo-container  the same with the upstream in a "container" ns on a bridge (no Docker needed)
 #   make install    binary, man page and systemd unit
 #   make deb        the Debian package (debian/), in build/deb/
 #   make vmlinux    regenerate the committed vmlinux/vmlinux.h from the running kernel
@@ -60,7 +61,7 @@ BIN := $(BUILD)/mmproxy-bpf
 # Keep the BPF objects: they are inputs of the skeletons, not throwaway intermediates.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
-.PHONY: all test test-root demo demo-root install deb vmlinux clean bench bench-full deps
+.PHONY: all test test-root demo demo-root demo-container demo-container-root install deb vmlinux clean bench bench-full deps
 all: $(BIN)
 
 $(BUILD) $(BUILD)/user:
@@ -138,6 +139,13 @@ demo:
 
 demo-root: deps all
 	@bash scripts/demo.sh
+
+# The upstream beyond loopback (docs/DESIGN.md §14): a "container" namespace on a Linux bridge.
+demo-container:
+	@scripts/as-root.sh $(MAKE) --no-print-directory demo-container-root
+
+demo-container-root: deps all
+	@bash scripts/demo.sh --container
 
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/mmproxy-bpf
