@@ -25,3 +25,14 @@ ns_del() {
 		ip netns del "$ns" 2>/dev/null || true
 	done
 }
+
+# background_busy_cpus: how many CPUs other work kept busy over 2 s, before a
+# run starts (other tenants skew every number), e.g. "0.35".
+background_busy_cpus() {
+	local busy0 total0 busy1 total1
+	read -r busy0 total0 < <(awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+	sleep 2
+	read -r busy1 total1 < <(awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+	awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v n="$(nproc)" \
+		'BEGIN { printf "%.2f", t ? b / t * n : 0 }'
+}

@@ -28,6 +28,8 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$BENCH_DIR/nginx_conf.sh"
 # shellcheck source=lib.sh
 source "$BENCH_DIR/lib.sh"
+# shellcheck source=scenarios.sh
+source "$BENCH_DIR/scenarios.sh"
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 TOOLS=$BUILD/bench
@@ -80,25 +82,6 @@ Environment: MMPROXY_BPF, GO_MMPROXY, GO_MMPROXY_HEAD, MMPROXY_RS, HAPROXY
   mmproxy-bpf-base/ENGINE) for before/after comparisons in one run.
 EOF
 }
-
-# name|tool|generator arguments|upstream|header for proxies
-SCENARIO_TABLE=(
-	"pp50|loadgen|-m pingpong -c 50 -s 64|echo|v1"
-	"pp1000|loadgen|-m pingpong -c 1000 -s 64 --connect-rate 5000|echo|v2"
-	"bulk1-down|loadgen|-m bulk -c 1 --direction down|source|v2"
-	"bulk1-up|loadgen|-m bulk -c 1 --direction up|sink|v2"
-	"bulk8-down|loadgen|-m bulk -c 8 --direction down|source|v2"
-	"bulk8-up|loadgen|-m bulk -c 8 --direction up|sink|v2"
-	"connrate|loadgen|-m connrate -c 50 -s 64|echo|v1"
-	"stream50|loadgen|-m stream -c 50|echo|v1"
-	"udp-stream|udpgen|stream -c 50 -s 1200|udpsink|v2"
-	"udp-rr|udpgen|rr -c 50 -s 1200|udpecho|v2"
-	# wrk (2 threads, 64 connections) -> HAProxy send-proxy-v2 -> the proxy ->
-	# nginx; "none" is wrk -> HAProxy -> nginx. Clients in the second namespace.
-	"http-ka|wrk|-c 64|nginx|v2"
-	"http-close|wrk|-c 64 --close|nginx|v2"
-)
-ALL_SCENARIOS=$(printf '%s\n' "${SCENARIO_TABLE[@]}" | cut -d'|' -f1 | paste -sd, -)
 
 while (($#)); do
 	case $1 in
@@ -499,12 +482,7 @@ TW_BUCKETS=$(in_ns "$NS" sysctl -n net.ipv4.tcp_max_tw_buckets)
 start_upstreams
 
 # How busy the machine is without us: other tenants skew every number.
-cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
-read -r busy0 total0 < <(cpu_ticks)
-sleep 2
-read -r busy1 total1 < <(cpu_ticks)
-BACKGROUND=$(awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v n="$(nproc)" \
-	'BEGIN { printf "%.2f", t ? b / t * n : 0 }')
+BACKGROUND=$(background_busy_cpus)
 if awk -v b="$BACKGROUND" 'BEGIN { exit !(b > 0.2) }'; then
 	log "run.sh: warning: $BACKGROUND CPUs were busy before the run started (other load): expect noise"
 fi
