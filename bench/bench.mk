@@ -10,9 +10,14 @@
 #   make bench-scale   100,000 connections held through the tc engine: RSS,
 #                      slab, map memory, pp and connection rates (bench/scale.sh;
 #                      BENCH_SCALE_ARGS="-c 3000 --configs ..." for the peers)
+#   make bench-bridged the upstream in a "container" on a Linux bridge: pp50 and
+#                      bulk1-down through no proxy, mmproxy-bpf (3 engines) and
+#                      go-mmproxy with its iptables recipe (bench/bridged.sh, ~2 min;
+#                      BENCH_BRIDGED_ARGS="--rounds 5 -T 3" for more)
 #   make bench-tests   correctness only (no speed asserted): histogram unit
 #                      test, loadgen through upstream echo directly and
-#                      through mmproxy-bpf (splice); prints "N passed, M failed"
+#                      through mmproxy-bpf (splice), one short round of
+#                      bench/bridged.sh; prints "N passed, M failed"
 
 BENCH_OUT    := $(BUILD)/bench
 BENCH_CFLAGS := $(CFLAGS) -Ibench -pthread
@@ -31,7 +36,7 @@ UDPGEN_OBJS   := $(addprefix $(BENCH_OUT)/,$(addsuffix .o,\
 BENCH_TOOLS   := $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream $(BENCH_OUT)/udpgen $(BENCH_OUT)/tc_cost \
 	$(BENCH_OUT)/steer_cost
 
-.PHONY: bench-tools bench-tests bench-field bench-scale
+.PHONY: bench-tools bench-tests bench-field bench-scale bench-bridged
 
 bench-tools: $(BENCH_TOOLS)
 
@@ -76,6 +81,9 @@ bench-field: bench-tools $(BIN)
 
 bench-scale: bench-tools $(BIN)
 	@scripts/as-root.sh bash bench/scale.sh $(BENCH_SCALE_ARGS)
+
+bench-bridged: bench-tools $(BIN)
+	@scripts/as-root.sh bash bench/bridged.sh $(BENCH_BRIDGED_ARGS)
 
 # t49 (the scale smoke test) holds its 10,000 connections with these.
 integration-tests: $(BENCH_OUT)/loadgen $(BENCH_OUT)/upstream

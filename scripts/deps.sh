@@ -27,6 +27,8 @@ PACKAGES=(
 	dpkg-dev debhelper lintian
 	# benchmark
 	go-mmproxy iperf3 gnuplot-nox hping3 wrk sockperf
+	# bench/bridged.sh: go-mmproxy's recipe for a container upstream marks its packets
+	iptables
 )
 
 export DEBIAN_FRONTEND=noninteractive
