@@ -180,5 +180,43 @@ else
 	fi
 fi
 
+# ---- bench/bridged.sh: the upstream on a bridge -----------------------
+
+# One short round of pp50 (none, mmproxy-bpf splice, go-mmproxy): every run
+# has a result with no errors, mmproxy-bpf's connections were steered (the
+# script drops a run that was not), nothing is left behind.
+bash "$BENCH_DIR/bridged.sh" --smoke --scenarios pp50 --engines splice --out "$TMP/bridged" \
+	>"$TMP/bridged.log" 2>&1 &
+bridged_pid=$!
+wait "$bridged_pid"
+rc=$?
+if ((rc == 0)); then
+	pass "bridged.sh --smoke exits 0"
+else
+	fail "bridged.sh --smoke exits 0" "exit $rc: $(tail -n 3 "$TMP/bridged.log" | tr '\n' ' ')"
+fi
+verdict=$(python3 -c '
+import glob, json, sys
+files = glob.glob(sys.argv[1] + "/*-bridged.json")
+if not files: sys.exit("no results file")
+d = json.load(open(files[0]))
+rows = {r["config"]: r for r in d["summary"]}
+want = ["none", "mmproxy-bpf/splice"] + (["go-mmproxy"] if sys.argv[2] else [])
+bad = ["%s missing" % c for c in want if c not in rows]
+bad += ["%s: %d of %d runs, %d errors, median %s" % (c, r["ok_runs"], r["runs"], r["errors"], r["median"])
+        for c, r in rows.items() if r["ok_runs"] != r["runs"] or r["errors"] or not r["median"]]
+print("; ".join(bad))' "$TMP/bridged" "$(command -v go-mmproxy)" 2>&1)
+if [[ -z $verdict ]]; then
+	pass "bridged.sh --smoke: a result per configuration, steered, no errors"
+else
+	fail "bridged.sh --smoke: a result per configuration, steered, no errors" "$verdict"
+fi
+left=$(ip netns list | grep -o "^mmpb-$bridged_pid-[a-z]*"; ls -d /sys/fs/bpf/mmproxy-bpf-bridged-"$bridged_pid" 2>/dev/null)
+if [[ -z $left ]]; then
+	pass "bridged.sh --smoke: its namespaces and pins are gone"
+else
+	fail "bridged.sh --smoke: its namespaces and pins are gone" "$(tr '\n' ' ' <<<"$left")"
+fi
+
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
