@@ -16,7 +16,8 @@
  *       8 bytes and removing the rest with bpf_skb_adjust_room
  *       (BPF_ADJ_ROOM_NET); IPv4: UDP checksum 0; IPv6: the checksum
  *       follows (forward()); continue on lo, or zero the MACs and redirect
- *       into lo.
+ *       into lo, or (an upstream beyond loopback, docs/DESIGN.md §14)
+ *       bpf_redirect_neigh out of the upstream's interface.
  *   reply: rewrite the upstream's reply to come from the listen address and
  *       go to the LB, inserting the client's SPP header for SPP flows
  *       (reply()); continue on lo, or bpf_redirect_neigh out of the LB's
@@ -437,7 +438,7 @@ static __always_inline enum drain draining(struct __sk_buff *skb, __u8 *mode, __
 		return DRAIN_DONE;
 	d = bpf_map_lookup_elem(&mmp_udp_drain, &cookie);
 	sent = d ? (rev ? d->rev : d->fwd) : 0;
-	behind = (__u32)(n - sent) & 0xFFFF;
+	behind = (__u32)(n - sent) & MMP_UDP_DRAIN_SEQ_MASK;
 	if (n && !behind) {
 		*mode = MMP_UDP_MODE_ACTIVE;
 		return DRAIN_DONE;
@@ -447,7 +448,7 @@ static __always_inline enum drain draining(struct __sk_buff *skb, __u8 *mode, __
 		return DRAIN_HOLD;
 	}
 	n = __sync_fetch_and_add(passed, 1) + 1;
-	skb->mark = MMP_UDP_MARK_DRAIN | (__u32)(n & 0xFFFF);
+	skb->mark = (rev ? MMP_UDP_MARK_DRAIN_REV : MMP_UDP_MARK_DRAIN_FWD) | (__u32)(n & MMP_UDP_DRAIN_SEQ_MASK);
 	count(MMP_UDP_KCNT_DRAINED);
 	return DRAIN_PASS;
 }
@@ -587,6 +588,23 @@ static __always_inline int forward(struct __sk_buff *skb, struct pkt *p, struct 
 		count(MMP_UDP_KCNT_PASS_BIG);
 		return TC_ACT_UNSPEC;
 	}
+	if (v->redirect_out) {
+		/* Beyond loopback (§14): a redirect does not fragment; the socket does. */
+		if (p->l4 - L3 + ulen > v->max_len) {
+			count(MMP_UDP_KCNT_PASS_BIG);
+			return TC_ACT_UNSPEC;
+		}
+		/*
+		 * A partial checksum (an LB on a veth) would be finished by the
+		 * device from csum_start, which the strip leaves behind the new
+		 * UDP header (and IPv4's check 0 is not a partial sum): fine
+		 * for a local socket, corrupt on a wire. Userspace sends it.
+		 */
+		if (mmp_csum_partial(skb)) {
+			count(MMP_UDP_KCNT_PASS_PARTIAL);
+			return TC_ACT_UNSPEC;
+		}
+	}
 	switch (draining(skb, &v->mode, &v->passed, &v->held, v->cookie, false)) {
 	case DRAIN_PASS:
 		return TC_ACT_UNSPEC;
@@ -633,6 +651,8 @@ static __always_inline int forward(struct __sk_buff *skb, struct pkt *p, struct 
 	count(MMP_UDP_KCNT_FWD);
 	if (!v->redirect_ifindex)
 		return TC_ACT_OK;
+	if (v->redirect_out)
+		return bpf_redirect_neigh(v->redirect_ifindex, NULL, 0, 0);
 	{
 		/* lo takes a frame only if its destination MAC is its own, all zero (else OTHERHOST). */
 		__u8 zero[12] = { 0 };
@@ -727,7 +747,8 @@ fail:
 
 /*
  * Both directions at ingress: the LB's datagrams on lo or its interface,
- * the upstream's replies on lo. Ingress runs in the same pass that queues a
+ * the upstream's replies on lo (or on its interface beyond loopback, where
+ * bpf/steer.bpf.c, ahead of us, marks them for local delivery). Ingress runs in the same pass that queues a
  * datagram on its socket, so once userspace finds a flow's socket queue
  * empty, no older datagram of that direction is still on its way there and
  * the kernel may take over without reordering (at lo egress, replies would

@@ -12,8 +12,9 @@
  *
  * The program at tc ingress of the upstream's interface gives a packet whose
  * tuple is in the map skb->mark = MMP_STEER_MARK; `ip rule fwmark
- * MMP_STEER_MARK lookup TABLE` (setup-routing) and TABLE's `local 0/0 dev lo`
- * deliver it to the proxy's transparent socket. Nothing else is touched.
+ * 0x4d4d0000/0xffff0000 lookup TABLE` (setup-routing) and TABLE's `local 0/0
+ * dev lo` deliver it to the proxy's transparent socket. Nothing else is
+ * touched.
  */
 #ifndef MMP_STEER_H
 #define MMP_STEER_H
@@ -22,8 +23,17 @@
 #define MMP_STEER_COUNTERS_MAP "mmp_steer_cnt"
 #define MMP_STEER_PROG "mmp_steer_in"
 
-/* "MMRS": the fwmark of steered replies; setup-routing's rule matches it exactly. */
+/* "MMRS": the fwmark of steered replies. */
 #define MMP_STEER_MARK 0x4d4d5253U
+/*
+ * setup-routing's rule matches the whole "MM" /16, not the mark alone: the
+ * UDP fast path renumbers a steered reply's mark while its flow's hand-over
+ * drains (MMP_UDP_MARK_DRAIN_REV, mmp_udp.h), and that reply must still be
+ * delivered to the flow's socket. Bit 15 of MMP_STEER_MARK is clear, so no
+ * steered reply reads as a drained one.
+ */
+#define MMP_STEER_RULE_MARK 0x4d4d0000U
+#define MMP_STEER_RULE_MASK 0xffff0000U
 #define MMP_STEER_MAX_ENTRIES (1U << 18)
 
 /*

@@ -70,13 +70,21 @@
 #define MMP_UDP_KCNT_MAP "mmp_udp_kcnt"
 #define MMP_UDP_DRAIN_MAP "mmp_udp_drain"
 
-/* skb->mark of datagrams the program passes to userspace (seen with SO_RCVMARK). */
-#define MMP_UDP_MARK_DRAIN 0x4d560000 /* the entry is draining; the low 16 bits: the datagram's number */
-#define MMP_UDP_MARK_DRAIN_MASK 0xFFFF0000
-#define MMP_UDP_MARK_DRAIN_SEQ(mark) ((mark) & 0xFFFF)
+/*
+ * skb->mark of datagrams the program passes to userspace (seen with
+ * SO_RCVMARK) while an entry drains: the datagram's number in the low 15
+ * bits. A reply's mark lies in the /16 that setup-routing's fwmark rule
+ * routes locally (MMP_STEER_RULE_MARK, mmp_steer.h): from an upstream beyond
+ * loopback, the mark is what brings it to the flow's socket.
+ */
+#define MMP_UDP_MARK_DRAIN_FWD 0x4d568000
+#define MMP_UDP_MARK_DRAIN_REV 0x4d4d8000
+#define MMP_UDP_MARK_DRAIN_MASK 0xFFFF8000
+#define MMP_UDP_DRAIN_SEQ_MASK 0x7FFF /* numbers compare modulo 2^15 */
+#define MMP_UDP_MARK_DRAIN_SEQ(mark) ((mark) & MMP_UDP_DRAIN_SEQ_MASK)
 #define MMP_UDP_MARK_STALE 0x4d55d0a2 /* the entry went stale: userspace re-arms it */
 
-#define MMP_UDP_DRAIN_BEHIND 1024 /* passed datagrams not yet sent, at most */
+#define MMP_UDP_DRAIN_BEHIND 1024 /* passed datagrams not yet sent, at most (well under 2^15) */
 #define MMP_UDP_DRAIN_PROBE 64 /* while held back, one datagram in this many is still passed */
 
 #define MMP_UDP_SPP_LEN 38
@@ -116,7 +124,11 @@ struct mmp_udp_fval {
 	__be32 up_addr[4];
 	__be16 client_port;
 	__be16 up_port;
-	__u32 redirect_ifindex; /* lo when the LB is remote (into lo ingress); 0: continue */
+	/*
+	 * lo when the LB is remote (into lo ingress); 0: continue. With
+	 * redirect_out, the upstream's interface, beyond loopback (§14).
+	 */
+	__u32 redirect_ifindex;
 	__u8 format; /* MMP_UDP_FMT_V2 or MMP_UDP_FMT_SPP */
 	__u8 header_required; /* --udp-header every/spp: a datagram without one goes to userspace */
 	/*
@@ -134,6 +146,14 @@ struct mmp_udp_fval {
 	 * the same 4-tuple on any other is not the flow's (mmp_udp_ingress).
 	 */
 	__u32 in_ifindex;
+	/*
+	 * An upstream beyond loopback: out of redirect_ifindex by
+	 * bpf_redirect_neigh, for IP packets of at most max_len (its MTU:
+	 * a redirect does not fragment); longer ones go to userspace.
+	 */
+	__u32 max_len;
+	__u8 redirect_out;
+	__u8 pad[7];
 	__u64 held; /* DRAIN: dropped while userspace caught up */
 	__u64 passed; /* DRAIN: datagrams passed on (marked) so far */
 	__u64 pkts; /* forwarded in the kernel */
@@ -162,7 +182,7 @@ struct mmp_udp_rval {
 	__be16 local_port;
 	__u32 redirect_ifindex; /* the LB's interface (bpf_redirect_neigh); 0: the LB is on this host */
 	__u32 max_len; /* IP packets longer than the LB's path MTU go to userspace (it fragments) */
-	__u32 in_ifindex; /* the interface the upstream's replies arrive on (lo), as mmp_udp_fval's */
+	__u32 in_ifindex; /* where the upstream's replies arrive: lo, or its interface beyond loopback (§14) */
 	__u8 mode; /* enum mmp_udp_mode: set to ACTIVE by the program */
 	__u8 format; /* MMP_UDP_FMT_V2: as is; MMP_UDP_FMT_SPP: spp_hdr goes in front of the payload */
 	__u8 pad[2];
@@ -184,6 +204,7 @@ enum mmp_udp_kcounter {
 	MMP_UDP_KCNT_ERRORS, /* a helper failed: packet dropped */
 	MMP_UDP_KCNT_HELD, /* dropped while userspace caught up with a hand-over (MMP_UDP_DRAIN_BEHIND) */
 	MMP_UDP_KCNT_WRONG_IFINDEX, /* a flow's 4-tuple on an interface other than its in_ifindex: left untouched */
+	MMP_UDP_KCNT_PASS_PARTIAL, /* a partial checksum bound out of another interface: userspace sends it */
 	MMP_UDP_KCNT_MAX,
 };
 

@@ -97,7 +97,7 @@ struct udp_case {
 	bool full; /* FWD IPv6: take the full-sum path of partial skbs (sum_in_full) */
 	uint8_t format; /* the entry's: MMP_UDP_FMT_V2 or _SPP */
 	uint8_t mode; /* the entry's: MMP_UDP_MODE_ACTIVE or _DRAIN */
-	uint32_t max_len; /* REV: the entry's max_len (0: 1500) */
+	uint32_t max_len; /* REV, and FWD with redirect_out: the entry's max_len (0: 1500) */
 	struct end lb, local, client, up; /* the flow */
 	struct end spp_proxy; /* SPP: the proxy in the entry's header (the one userspace saw) */
 	struct pkt_spec in;
@@ -111,6 +111,7 @@ struct udp_case {
 	enum test_if entry_if; /* the entry's in_ifindex */
 	enum test_if pkt_if; /* where the packet arrives */
 	uint64_t wrong_ifindex; /* MMP_UDP_KCNT_WRONG_IFINDEX afterwards */
+	bool redirect_out; /* FWD: an upstream beyond loopback, out of another interface (§14) */
 };
 
 static void addr16(const char *text, uint8_t out[16])
@@ -269,6 +270,22 @@ static void put_end(const struct end *e, __be32 addr[4], __be16 *port)
 	*port = htons(e->port);
 }
 
+/* A draining entry's mmp_udp_drain: the last number userspace published, in c's direction. */
+static void put_drain(const struct udp_case *c, bool rev)
+{
+	struct mmp_udp_drain d = { 0 };
+	__u64 cookie = 42;
+
+	if (!c->sent)
+		return;
+	if (rev)
+		d.rev = c->sent;
+	else
+		d.fwd = c->sent;
+	assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_drain, &cookie, sizeof(cookie), &d, sizeof(d), BPF_NOEXIST),
+			 0);
+}
+
 static void fill_entry(const struct udp_case *c)
 {
 	if (c->dir == FWD) {
@@ -294,14 +311,12 @@ static void fill_entry(const struct udp_case *c)
 		v.in_ifindex = ifindex_of(c->entry_if);
 		v.passed = c->passed;
 		v.held = c->held;
-		if (c->sent) {
-			struct mmp_udp_drain d = { .fwd = c->sent };
-			__u64 cookie = 42;
-
-			assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_drain, &cookie, sizeof(cookie), &d,
-							      sizeof(d), BPF_NOEXIST),
-					 0);
+		if (c->redirect_out) {
+			v.redirect_out = 1;
+			v.redirect_ifindex = OTHER_IFINDEX; /* the helper only records it */
+			v.max_len = c->max_len ? c->max_len : 1500;
 		}
+		put_drain(c, false);
 		assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_fwd, &k, sizeof(k), &v, sizeof(v), BPF_NOEXIST), 0);
 	} else {
 		struct mmp_udp_rkey k = { 0 };
@@ -317,6 +332,9 @@ static void fill_entry(const struct udp_case *c)
 		v.in_ifindex = ifindex_of(c->entry_if);
 		v.mode = c->mode;
 		v.format = c->format;
+		v.passed = c->passed;
+		v.held = c->held;
+		put_drain(c, true);
 		if (c->format == MMP_UDP_FMT_SPP)
 			put_header(v.spp_hdr, &h);
 		assert_int_equal(bpf_map__update_elem(cur->maps.mmp_udp_rev, &k, sizeof(k), &v, sizeof(v), BPF_NOEXIST), 0);
@@ -393,7 +411,7 @@ static void test_case(void **state)
 			put_end(&c->client, k.client_addr, &k.client_port);
 		assert_int_equal(bpf_map__lookup_elem(cur->maps.mmp_udp_fwd, &k, sizeof(k), &v, sizeof(v), 0), 0);
 		assert_int_equal(v.stale, c->stale);
-		assert_int_equal(v.pkts, c->ret == TC_ACT_OK ? 1 : 0);
+		assert_int_equal(v.pkts, c->ret == TC_ACT_OK || c->ret == TC_ACT_REDIRECT ? 1 : 0);
 	}
 	assert_int_equal(kcount(cur->maps.mmp_udp_kcnt, MMP_UDP_KCNT_WRONG_IFINDEX), c->wrong_ifindex);
 }
@@ -458,21 +476,21 @@ static const struct udp_case cases[] = {
 	  C6, U6, X6, { 6, L6, P6, V2, { "2001:db8:77::8", 5555 }, X6, 20 }, TC_ACT_UNSPEC, true, { 0 },
 	  MMP_UDP_MARK_STALE, true },
 	{ "IPv6 v2 forward, draining: marked, to userspace", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6, P6, C6,
-	  U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN | 1, false },
+	  U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN_FWD | 1, false },
 	{ "draining, userspace sent the last one passed: the kernel's from this one on", FWD, false, MMP_UDP_FMT_V2,
 	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_OK, false,
 	  { 6, C6, U6, NONE, C6, X6, 50 }, 0, false, 5, 0, 5 },
 	{ "draining, userspace one behind: passed, numbered 6", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6,
-	  P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN | 6, false, 5,
+	  P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 }, MMP_UDP_MARK_DRAIN_FWD | 6, false, 5,
 	  0, 4 },
-	{ "draining, numbers wrap at 16 bits", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6,
-	  { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 50 }, 0, false, 65536 + 7, 0, 7 },
+	{ "draining, numbers wrap at 15 bits", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6,
+	  { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_OK, false, { 6, C6, U6, NONE, C6, X6, 50 }, 0, false, 32768 + 7, 0, 7 },
 	{ "draining, userspace MMP_UDP_DRAIN_BEHIND behind: dropped (held)", FWD, false, MMP_UDP_FMT_V2,
 	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_SHOT, true, { 0 }, 0, false,
 	  MMP_UDP_DRAIN_BEHIND + 3, 1, 3 },
 	{ "draining and held: one in MMP_UDP_DRAIN_PROBE is still passed", FWD, false, MMP_UDP_FMT_V2,
 	  MMP_UDP_MODE_DRAIN, 0, L6, P6, C6, U6, X6, { 6, L6, P6, V2, C6, X6, 50 }, TC_ACT_UNSPEC, true, { 0 },
-	  MMP_UDP_MARK_DRAIN | (MMP_UDP_DRAIN_BEHIND + 4), false, MMP_UDP_DRAIN_BEHIND + 3, MMP_UDP_DRAIN_PROBE, 3 },
+	  MMP_UDP_MARK_DRAIN_FWD | (MMP_UDP_DRAIN_BEHIND + 4), false, MMP_UDP_DRAIN_BEHIND + 3, MMP_UDP_DRAIN_PROBE, 3 },
 	{ "IPv4 v2 forward: 28-byte header stripped, no checksum", FWD, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L4_,
 	  P4, C4, U4, X4, { 4, L4_, P4, V2, C4, X4, 101 }, TC_ACT_OK, false, { 4, C4, U4, NONE, C4, X4, 101 } },
 	{ "IPv4 SPP forward", FWD, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE, 0, L4_, P4, C4, U4, X4,
@@ -487,6 +505,10 @@ static const struct udp_case cases[] = {
 	  C4, U4, X4, { 4, U4, C4, NONE, C4, X4, 33 }, TC_ACT_OK, false, { 4, P4, L4_, SPP, C4, X4, 33 } },
 	{ "IPv4 v2 reply", REV, false, MMP_UDP_FMT_V2, MMP_UDP_MODE_ACTIVE, 0, L4_, P4, C4, U4, X4,
 	  { 4, U4, C4, NONE, C4, X4, 33 }, TC_ACT_OK, false, { 4, P4, L4_, NONE, C4, X4, 33 } },
+	/* Its mark stays inside setup-routing's fwmark rule: from beyond loopback it still reaches the socket (§14). */
+	{ "IPv4 v2 reply, draining: marked inside the steering rule, to userspace", REV, false, MMP_UDP_FMT_V2,
+	  MMP_UDP_MODE_DRAIN, 0, L4_, P4, C4, U4, X4, { 4, U4, C4, NONE, C4, X4, 33 }, TC_ACT_UNSPEC, true, { 0 },
+	  MMP_UDP_MARK_DRAIN_REV | 3, false, 2, 0, 1 },
 	{ "IPv6 SPP reply over max_len once grown: to userspace", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE,
 	  40 + 8 + 1000 + 37, L6, P6, C6, U6, X6, { 6, U6, C6, NONE, C6, X6, 1000 }, TC_ACT_UNSPEC, true, { 0 }, 0 },
 	{ "IPv6 SPP reply at exactly max_len once grown", REV, false, MMP_UDP_FMT_SPP, MMP_UDP_MODE_ACTIVE,
@@ -509,6 +531,19 @@ static const struct udp_case cases[] = {
 	  .format = MMP_UDP_FMT_V2, .mode = MMP_UDP_MODE_ACTIVE, .lb = L4_, .local = P4, .client = C4, .up = U4,
 	  .spp_proxy = X4, .in = { 4, L4_, P4, V2, C4, X4, 101 }, .ret = TC_ACT_OK,
 	  .out = { 4, C4, U4, NONE, C4, X4, 101 }, .entry_if = IF_VETH, .pkt_if = IF_VETH },
+	/* An upstream beyond loopback (§14): out of its interface by bpf_redirect_neigh, if it fits its MTU. */
+	{ .name = "IPv4 v2 forward to an upstream beyond loopback: rewritten, redirected out", .dir = FWD,
+	  .format = MMP_UDP_FMT_V2, .mode = MMP_UDP_MODE_ACTIVE, .lb = L4_, .local = P4, .client = C4, .up = U4,
+	  .spp_proxy = X4, .in = { 4, L4_, P4, V2, C4, X4, 101 }, .ret = TC_ACT_REDIRECT,
+	  .out = { 4, C4, U4, NONE, C4, X4, 101 }, .entry_if = IF_VETH, .pkt_if = IF_VETH, .redirect_out = true },
+	{ .name = "IPv6 SPP forward beyond loopback, at exactly the upstream's MTU: redirected", .dir = FWD,
+	  .format = MMP_UDP_FMT_SPP, .mode = MMP_UDP_MODE_ACTIVE, .max_len = 40 + 8 + 200, .lb = L6, .local = P6,
+	  .client = C6, .up = U6, .spp_proxy = X6, .in = { 6, L6, P6, SPP, C6, X6, 200 }, .ret = TC_ACT_REDIRECT,
+	  .out = { 6, C6, U6, NONE, C6, X6, 200 }, .redirect_out = true },
+	{ .name = "IPv6 SPP forward beyond loopback, over the upstream's MTU: to userspace (it fragments)", .dir = FWD,
+	  .format = MMP_UDP_FMT_SPP, .mode = MMP_UDP_MODE_ACTIVE, .max_len = 40 + 8 + 199, .lb = L6, .local = P6,
+	  .client = C6, .up = U6, .spp_proxy = X6, .in = { 6, L6, P6, SPP, C6, X6, 200 }, .ret = TC_ACT_UNSPEC,
+	  .same = true, .redirect_out = true },
 	{ .name = "IPv4 v2 reply from the upstream's address on another interface than lo: untouched, counted",
 	  .dir = REV, .format = MMP_UDP_FMT_V2, .mode = MMP_UDP_MODE_ACTIVE, .lb = L4_, .local = P4, .client = C4,
 	  .up = U4, .spp_proxy = X4, .in = { 4, U4, C4, NONE, C4, X4, 33 }, .ret = TC_ACT_UNSPEC, .same = true,

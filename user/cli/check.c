@@ -160,8 +160,8 @@ int mmp_check_startup(const struct mmp_config *cfg)
 			/* Beyond loopback: replies come back by the fwmark rule (docs/DESIGN.md §14). */
 			if (targets[i]->ss_family && !mmp_is_local_addr(targets[i]) &&
 			    !mmp_routing_fwmark_present(family, cfg->route_table))
-				pr_err("warning: no `ip rule fwmark 0x%x lookup %d` for %s: replies of the upstream beyond loopback will be routed away and upstream connects will time out (fix: mmproxy-bpf setup-routing --table %d)",
-				       MMP_STEER_MARK, cfg->route_table, family == AF_INET ? "IPv4" : "IPv6", cfg->route_table);
+				pr_err("warning: no `ip rule fwmark 0x%x/0x%x lookup %d` for %s: replies of the upstream beyond loopback will be routed away and upstream connects will time out (fix: mmproxy-bpf setup-routing --table %d)",
+				       MMP_STEER_RULE_MARK, MMP_STEER_RULE_MASK, cfg->route_table, family == AF_INET ? "IPv4" : "IPv6", cfg->route_table);
 			continue;
 		}
 		err = mmp_routing_probe(family, PROBE_TIMEOUT_MS, &what);

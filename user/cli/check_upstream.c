@@ -160,8 +160,8 @@ bool mmp_check_upstream(const struct mmp_config *cfg, int family, bool *handled)
 	}
 	if_indextoname((unsigned int)oif, ifname);
 	if (!mmp_routing_fwmark_present(family, cfg->route_table)) {
-		printf("FAIL %s upstream %s via %s: no `ip rule fwmark 0x%x lookup %d`: its replies would be routed away\n",
-		       name, a, ifname, MMP_STEER_MARK, cfg->route_table);
+		printf("FAIL %s upstream %s via %s: no `ip rule fwmark 0x%x/0x%x lookup %d`: its replies would be routed away\n",
+		       name, a, ifname, MMP_STEER_RULE_MARK, MMP_STEER_RULE_MASK, cfg->route_table);
 		mmp_routing_print_fix(family, cfg->route_table);
 		return false;
 	}

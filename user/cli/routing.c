@@ -90,12 +90,12 @@ static bool rule_present(const struct family_route *r, const char *table)
 	return run_ip(args, out, sizeof(out)) == 0 && out[0];
 }
 
-/* The mark the steering program gives replies from an upstream beyond loopback (docs/DESIGN.md §14). */
+/* The marks of replies from an upstream beyond loopback, as ip rule spells them (docs/DESIGN.md §14). */
 static const char *steer_mark(void)
 {
-	static char m[16];
+	static char m[32];
 
-	snprintf(m, sizeof(m), "0x%x", MMP_STEER_MARK);
+	snprintf(m, sizeof(m), "0x%x/0x%x", MMP_STEER_RULE_MARK, MMP_STEER_RULE_MASK);
 	return m;
 }
 

@@ -83,7 +83,7 @@ static void sum_counters(struct udp_shared *sh, const struct udp_worker *w, int 
 	udp_maps_kcounters(sh->maps, k);
 	out->fast_fwd_dgrams = k[MMP_UDP_KCNT_FWD];
 	out->fast_reply_dgrams = k[MMP_UDP_KCNT_REV];
-	out->fast_passed = k[MMP_UDP_KCNT_PASS_HEADER] + k[MMP_UDP_KCNT_PASS_BIG];
+	out->fast_passed = k[MMP_UDP_KCNT_PASS_HEADER] + k[MMP_UDP_KCNT_PASS_BIG] + k[MMP_UDP_KCNT_PASS_PARTIAL];
 	out->fast_errors = k[MMP_UDP_KCNT_ERRORS];
 	out->fast_held = k[MMP_UDP_KCNT_HELD];
 	out->fast_wrong_ifindex = k[MMP_UDP_KCNT_WRONG_IFINDEX];

@@ -71,7 +71,7 @@ static void fast_mark(struct udp_worker *w, struct udp_flow *f, uint32_t mark, i
 {
 	bool was_fast = f->fast;
 
-	if ((mark & MMP_UDP_MARK_DRAIN_MASK) == MMP_UDP_MARK_DRAIN) {
+	if ((mark & MMP_UDP_MARK_DRAIN_MASK) == MMP_UDP_MARK_DRAIN_FWD) {
 		udp_flow_drained(w, f, false, MMP_UDP_MARK_DRAIN_SEQ(mark));
 		return;
 	}

@@ -72,14 +72,6 @@ void udp_flow_want_kernel(struct udp_worker *w, struct udp_flow *f, int ifindex)
 	 */
 	if (!w->sh->fast || f->to_kernel || w->cfg->allowed_endpoints_path)
 		return;
-	/*
-	 * The fast path redirects replies it finds at lo; an upstream beyond
-	 * loopback answers on another interface, and moving its datagrams in the
-	 * kernel would need bpf_redirect_neigh between the two: not built, so
-	 * steered flows stay on the userspace relay, counted in flows_steered (§14).
-	 */
-	if (f->steer_owner)
-		return;
 	f->to_kernel = true;
 	f->to_kernel_next = w->to_kernel;
 	w->to_kernel = f;

@@ -29,7 +29,7 @@ void udp_flows_to_kernel(struct udp_worker *w);
 /* Queue f for udp_flows_to_kernel, its LB's datagrams arriving on ifindex (no-op without a fast path). */
 void udp_flow_want_kernel(struct udp_worker *w, struct udp_flow *f, int ifindex);
 /*
- * A datagram of f came marked MMP_UDP_MARK_DRAIN with number seq (rev: a
+ * A datagram of f came marked MMP_UDP_MARK_DRAIN_FWD/_REV with number seq (rev: a
  * reply): remember it, to be published once it is sent
  * (udp_flows_publish_drain).
  */

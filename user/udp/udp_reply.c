@@ -24,6 +24,12 @@
 #include "udp/udp_thread.h"
 #include "udp/udp_sock.h"
 #include "listen/port_steer.h"
+#include "mmp_steer.h"
+
+/* A drained reply's mark must stay inside setup-routing's fwmark rule, and a steered reply's must not read as drained. */
+_Static_assert((MMP_UDP_MARK_DRAIN_REV & MMP_STEER_RULE_MASK) == MMP_STEER_RULE_MARK, "drain marks leave the steer rule");
+_Static_assert((MMP_STEER_MARK & MMP_UDP_MARK_DRAIN_MASK) != MMP_UDP_MARK_DRAIN_REV, "the steer mark reads as drained");
+_Static_assert((MMP_STEER_MARK & MMP_STEER_RULE_MASK) == MMP_STEER_RULE_MARK, "the steer mark is outside its rule");
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -307,7 +313,7 @@ void udp_relay_reply(struct udp_worker *w, struct udp_flow *f, uint32_t events)
 		uint32_t gso = udp_rx_cmsgs(mh, NULL, &ifindex, &mark);
 
 		/* Marked by the fast path while the flow's reply entry drains: count it for the hand-over. */
-		if ((mark & MMP_UDP_MARK_DRAIN_MASK) == MMP_UDP_MARK_DRAIN)
+		if ((mark & MMP_UDP_MARK_DRAIN_MASK) == MMP_UDP_MARK_DRAIN_REV)
 			udp_flow_drained(w, f, true, MMP_UDP_MARK_DRAIN_SEQ(mark));
 
 		/* A GRO train (the upstream sent with UDP_SEGMENT) is split back into its replies. */

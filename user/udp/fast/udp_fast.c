@@ -28,6 +28,7 @@
 #include "lib/instance.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
+#include "steer/reply_steer.h"
 #include "udp/fast/udp_fast.h"
 #include "udp/udp_flow.h"
 #include "udp/fast/udp_maps.h"
@@ -123,7 +124,34 @@ static int add_hook(struct udp_fast *fp, int ifindex)
 	return 0;
 }
 
-/* lo first; then --iface, or every interface that is up. */
+static const struct hook *hook_of(const struct udp_fast *fp, int ifindex)
+{
+	for (int i = 0; i < fp->nhooks; i++)
+		if (fp->hooks[i].ifindex == ifindex)
+			return &fp->hooks[i];
+	return NULL;
+}
+
+/*
+ * The interfaces of upstreams beyond loopback (docs/DESIGN.md §14), where
+ * their replies arrive and their flows' datagrams leave: hooked even when
+ * --iface names only the load balancers' interfaces.
+ */
+static int add_upstream_hooks(struct udp_fast *fp)
+{
+	static const int families[] = { AF_INET, AF_INET6 };
+	int err = 0;
+
+	for (size_t i = 0; !err && i < sizeof(families) / sizeof(families[0]); i++) {
+		int idx = mmp_steer_ifindex(families[i]);
+
+		if (idx > 0 && !hook_of(fp, idx))
+			err = add_hook(fp, idx);
+	}
+	return err;
+}
+
+/* lo first; then --iface, or every interface that is up; then the upstreams' beyond loopback. */
 static int pick_interfaces(struct udp_fast *fp, const struct mmp_config *cfg)
 {
 	struct if_nameindex *ifs, *i;
@@ -142,17 +170,17 @@ static int pick_interfaces(struct udp_fast *fp, const struct mmp_config *cfg)
 			pr_err("UDP fast path: no interface named %s (check --iface)", cfg->ifaces[n]);
 			return -ENODEV;
 		}
-		if (idx != fp->lo)
+		if (idx != fp->lo && !hook_of(fp, idx))
 			err = add_hook(fp, idx);
 	}
 	if (err || cfg->n_ifaces)
-		return err;
+		return err ? err : add_upstream_hooks(fp);
 	ifs = if_nameindex();
 	for (i = ifs; i && i->if_index && !err; i++)
 		if ((int)i->if_index != fp->lo && if_up(i->if_name))
 			err = add_hook(fp, i->if_index);
 	if_freenameindex(ifs);
-	return err;
+	return err ? err : add_upstream_hooks(fp);
 }
 
 static bool sysctl_on(const char *path)
@@ -205,7 +233,7 @@ int udp_fast_open(const struct mmp_config *cfg, struct udp_maps *maps, struct ud
 	fp->into_lo = lo_takes_redirects();
 	if (!fp->into_lo && fp->nhooks > 1)
 		pr_info("UDP fast path: remote load balancers' datagrams stay in userspace (their replies do not): to move them in the kernel too, sysctl -w net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1");
-	/* The LB's datagrams arrive on lo or its interface; the upstream's replies on lo. */
+	/* The LB's datagrams arrive on lo or its interface; the upstream's replies on lo or its own (§14). */
 	for (int i = 0; !err && i < fp->nhooks; i++)
 		err = attach(&fp->hooks[i], fp->id, fp->prog);
 	if (err)
@@ -227,12 +255,11 @@ void udp_fast_close(struct udp_fast *fp)
 	free(fp);
 }
 
-static const struct hook *hook_of(const struct udp_fast *fp, int ifindex)
+static const struct hook *attached_hook(const struct udp_fast *fp, int ifindex)
 {
-	for (int i = 0; i < fp->nhooks; i++)
-		if (fp->hooks[i].ifindex == ifindex && fp->hooks[i].attached)
-			return &fp->hooks[i];
-	return NULL;
+	const struct hook *h = hook_of(fp, ifindex);
+
+	return h && h->attached ? h : NULL;
 }
 
 /* The upstream (-4 or -6) as an endpoint: 16-byte address, IPv4-mapped for IPv4. */
@@ -323,7 +350,11 @@ int udp_fast_spp_header(struct udp_fast *fp, const struct udp_flow *f)
 	return bpf_map_update_elem(fp->rev_fd, &rk, &rv, BPF_EXIST) ? -errno : 0;
 }
 
-static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool header_required)
+/*
+ * out: the upstream's interface when it is beyond loopback (§14), where the
+ * datagrams leave by bpf_redirect_neigh; NULL when it listens on lo.
+ */
+static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, const struct hook *out, bool header_required)
 {
 	struct mmp_udp_fkey fk;
 	struct mmp_udp_fval fv;
@@ -345,7 +376,9 @@ static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool he
 	memcpy(fv.up_addr, up.addr, 16);
 	fv.up_port = up.port;
 	/* A remote LB's datagrams continue into lo ingress, where the upstream listens. */
-	fv.redirect_ifindex = remote ? (uint32_t)fp->lo : 0;
+	fv.redirect_ifindex = out ? (uint32_t)out->ifindex : remote ? (uint32_t)fp->lo : 0;
+	fv.redirect_out = out != NULL;
+	fv.max_len = out ? out->mtu : 0;
 	/* Where IP_PKTINFO saw them arrive: on any other interface they are not the LB's (udp.bpf.c wrong_iface). */
 	fv.in_ifindex = (uint32_t)f->lb_ifindex;
 	fv.format = f->format;
@@ -362,7 +395,7 @@ static int add_fwd(struct udp_fast *fp, struct udp_flow *f, bool remote, bool he
 	return 0;
 }
 
-static void add_rev(struct udp_fast *fp, struct udp_flow *f, const struct hook *h, bool remote)
+static void add_rev(struct udp_fast *fp, struct udp_flow *f, const struct hook *h, bool remote, const struct hook *out)
 {
 	struct mmp_udp_rkey rk;
 	struct mmp_udp_rval rv = { 0 };
@@ -375,8 +408,8 @@ static void add_rev(struct udp_fast *fp, struct udp_flow *f, const struct hook *
 	rv.local_port = f->local.port;
 	rv.redirect_ifindex = remote ? (uint32_t)h->ifindex : 0;
 	rv.max_len = h->mtu;
-	/* The upstream listens on loopback (docs/DESIGN.md §4): its replies arrive on lo, and only there. */
-	rv.in_ifindex = (uint32_t)fp->lo;
+	/* Its replies arrive on lo (docs/DESIGN.md §4), or beyond loopback on its interface only (§14). */
+	rv.in_ifindex = out ? (uint32_t)out->ifindex : (uint32_t)fp->lo;
 	rv.mode = MMP_UDP_MODE_DRAIN;
 	rv.format = f->format;
 	if (f->format == MMP_UDP_FMT_SPP)
@@ -403,21 +436,45 @@ static int arrival_ifindex(const struct udp_fast *fp, const struct udp_flow *f, 
 	return mmp_is_local_addr(&lb) ? fp->lo : lb_ifindex;
 }
 
+/*
+ * *out: the hook of the upstream's interface for a flow whose upstream is
+ * beyond loopback (its replies steered, §14); NULL for an upstream on lo.
+ * False when that interface has no hook: the flow stays in userspace.
+ */
+static bool upstream_hook(const struct udp_fast *fp, const struct udp_flow *f, const struct hook **out)
+{
+	int idx;
+
+	*out = NULL;
+	if (!f->steer_owner)
+		return true;
+	idx = mmp_steer_ifindex(((const struct sockaddr *)f->target)->sa_family);
+	*out = idx > 0 ? attached_hook(fp, idx) : NULL;
+	return *out != NULL;
+}
+
 int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool header_required)
 {
-	const struct hook *h;
+	const struct hook *h, *out;
 	bool remote, fwd, rev;
 	int err;
 
 	if ((f->format != MMP_UDP_FMT_V2 && f->format != MMP_UDP_FMT_SPP) || !f->client.family || !one_family(f))
 		return 1;
 	lb_ifindex = arrival_ifindex(fp, f, lb_ifindex);
-	h = hook_of(fp, lb_ifindex);
+	h = attached_hook(fp, lb_ifindex);
 	if (!h)
 		return 1;
 	remote = lb_ifindex != fp->lo;
+	/*
+	 * Beyond loopback, a local LB's flows stay here: the replies would
+	 * have to enter lo from the upstream's interface, a source this host
+	 * owns arriving on a wire (a martian without accept_local there).
+	 */
+	if (!upstream_hook(fp, f, &out) || (out && !remote))
+		return 1;
 	f->lb_ifindex = lb_ifindex;
-	fwd = !f->fast_fwd && (!remote || fp->into_lo);
+	fwd = !f->fast_fwd && (!remote || out || fp->into_lo);
 	/* A remote LB's SPP replies would leave with a wrong checksum offset (reply() in udp.bpf.c). */
 	rev = !f->fast_rev && (f->format == MMP_UDP_FMT_V2 || !remote);
 	if (!fwd && !rev)
@@ -431,12 +488,12 @@ int udp_fast_add(struct udp_fast *fp, struct udp_flow *f, int lb_ifindex, bool h
 	if (err)
 		return err;
 	if (fwd) {
-		err = add_fwd(fp, f, remote, header_required);
+		err = add_fwd(fp, f, remote, out, header_required);
 		if (err)
 			return err;
 	}
 	if (rev)
-		add_rev(fp, f, h, remote);
+		add_rev(fp, f, h, remote, out);
 	f->fast = f->fast_fwd || f->fast_rev;
 	return 0;
 }
