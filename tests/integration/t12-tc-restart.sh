@@ -270,7 +270,7 @@ else
 		case_fail "tc pins after the failed start: '$pins_after', before: '$pins_before'"
 	[[ $LEFT_FILTERS == "$filters_before" ]] ||
 		case_fail "filters after the failed start: $(tr '\n' ';' <<<"$LEFT_FILTERS") before: $(tr '\n' ';' <<<"$filters_before")"
-	# A failure after the engines opened (user/main.c), with --detach.
+	# A failure after the engines opened (user/cli/run.c), with --detach.
 	squat=""
 	proc_start squat "$T_TMP/squat.out" "$TOPO_PROXY" python3 -c \
 		"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $PROXY_PORT)); s.listen(); print('bound', flush=True); time.sleep(60)"

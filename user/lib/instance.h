@@ -3,7 +3,7 @@
  * An instance's identity (docs/DESIGN.md §6a): its pin directory, derived by
  * default from the protocol and the listen address, and the TC filter
  * identity (handle, priority) derived from that directory. Two instances
- * share state exactly when these are equal: cli/ and main.c refuse that
+ * share state exactly when these are equal: cli/ refuses that
  * through lib/netns_lock.c and the pin directory's flock.
  */
 #ifndef MMP_INSTANCE_H

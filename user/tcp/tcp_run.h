@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * TCP mode's run (-p tcp, and the TCP half of -p tcp,udp): the engines, the
- * published counters and one listener thread per --listeners. main.c opens
+ * published counters and one listener thread per --listeners. cli/run.c opens
  * it, drops privileges, starts it, ticks it once a second and closes it; the
  * UDP half (udp/udp.h) has the same five steps, so both run in one process.
  */

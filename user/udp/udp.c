@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * UDP mode (-p udp, and the UDP half of -p tcp,udp): set up the shared state
- * and one listener thread per --listeners; main.c writes the totals to
+ * and one listener thread per --listeners; cli/run.c writes the totals to
  * mmp_udp_cnt once a second (mmp_udp_run_tick) until a signal comes, then
  * the close stops the threads, closes every flow and removes the pins.
  */

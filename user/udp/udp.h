@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * UDP mode's run (-p udp, and the UDP half of -p tcp,udp): the same five
- * steps as TCP's (tcp/tcp_run.h), so that main.c runs either or both.
+ * steps as TCP's (tcp/tcp_run.h), so that cli/run.c runs either or both.
  */
 #ifndef MMP_UDP_H
 #define MMP_UDP_H
