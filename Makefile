@@ -38,7 +38,7 @@ CFLAGS   += -DMMP_HAVE_LIBSYSTEMD $(shell pkg-config --cflags libsystemd)
 LDLIBS   += $(SYSTEMD_LIBS)
 endif
 
-# Capabilities dropped after set-up (user/policy/privileges.c): libcap-ng (Debian libcap-ng-dev).
+# Capabilities dropped after set-up (user/lib/privileges.c): libcap-ng (Debian libcap-ng-dev).
 CAPNG_CFLAGS := $(shell pkg-config --cflags libcap-ng 2>/dev/null)
 CAPNG_LIBS   := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
 CFLAGS   += $(CAPNG_CFLAGS)

@@ -10,7 +10,7 @@
 # "Pipes refused").
 #
 # The limits bind only processes without CAP_SYS_RESOURCE and CAP_SYS_ADMIN:
-# the proxy drops both after set-up (user/policy/privileges.c), which case 0
+# the proxy drops both after set-up (user/lib/privileges.c), which case 0
 # checks, so they apply to it although it runs as root. They are global
 # sysctls, not per network namespace: saved, lowered only while this file's
 # transfers run (root's other capable processes are exempt), and restored

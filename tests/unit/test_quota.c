@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cmocka tests for the per-address quota table (user/policy/quota.c): the limit
+ * cmocka tests for the per-address quota table (user/lib/quota.c): the limit
  * per address, IPv4-mapped IPv6 counted as IPv4, growth past the first table,
  * and removal that keeps every other address findable (backward shift), checked
  * against a plain array model with thousands of random operations.
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include "policy/quota.h"
+#include "lib/quota.h"
 
 static struct sockaddr_storage v4(uint32_t host_order)
 {

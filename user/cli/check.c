@@ -15,7 +15,7 @@
 #include "policy/policy.h"
 #include "cli/routing.h"
 #include "lib/lo_sysctls.h"
-#include "policy/privileges.h"
+#include "lib/privileges.h"
 #include "lib/sockaddr.h"
 
 #define PROBE_TIMEOUT_MS 1000
@@ -48,7 +48,7 @@ static bool has_cap(unsigned long long eff, int cap)
 	return eff & (1ULL << cap);
 }
 
-/* Each capability the configured engines and features need, with why (policy/privileges.c has the table). */
+/* Each capability the configured engines and features need, with why (lib/privileges.c has the table). */
 static bool check_caps(const struct mmp_config *cfg)
 {
 	unsigned int features = mmp_features_configured(cfg);

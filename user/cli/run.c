@@ -25,7 +25,7 @@
 #include "listen/port_lock.h"
 #include "metrics/http.h"
 #include "policy/policy.h"
-#include "policy/privileges.h"
+#include "lib/privileges.h"
 #include "policy/xdp_gate.h"
 #include "steer/reply_steer.h"
 

@@ -23,7 +23,7 @@ struct mmp_runs {
 
 /* The run of each protocol cfg serves. Returns 0 or a negative errno after logging. */
 int mmp_runs_open(const struct mmp_config *cfg, const struct mmp_policy *policy, struct mmp_runs *r);
-/* The engines opened, as policy/privileges.h features. */
+/* The engines opened, as lib/privileges.h features. */
 unsigned int mmp_runs_features(const struct mmp_runs *r);
 /* Start the threads. Returns 0 or a negative errno. */
 int mmp_runs_start(struct mmp_runs *r);

@@ -28,7 +28,7 @@ struct mmp_loop;
 #define MMP_ENGINE_F_TAKES_OVER (1u << 1)
 /*
  * What the engine loads into the kernel, for the privileges check
- * (policy/privileges.h): TC programs on the interfaces, or programs on
+ * (lib/privileges.h): TC programs on the interfaces, or programs on
  * sockets (a sockmap verdict).
  */
 #define MMP_ENGINE_F_TC_PROGRAMS (1u << 2)

@@ -8,7 +8,7 @@
 #include "core/counters.h"
 #include "lib/config.h"
 #include "lib/log.h"
-#include "policy/quota.h"
+#include "lib/quota.h"
 #include "lib/sockaddr.h"
 #include "tcp/pending.h"
 #include "tcp/tcp_log.h"

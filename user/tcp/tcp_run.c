@@ -9,7 +9,7 @@
 #include "lib/sockaddr.h"
 #include "listen/port_range.h"
 #include "listen/port_steer.h"
-#include "policy/privileges.h"
+#include "lib/privileges.h"
 #include "tcp/pending.h"
 #include "tcp/tcp_run.h"
 #include "tcp/worker.h"

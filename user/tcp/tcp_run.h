@@ -16,7 +16,7 @@ struct mmp_tcp_run;
 
 /* Everything but the threads. Returns 0 or a negative errno after logging (*out is then NULL). */
 int mmp_tcp_run_open(const struct mmp_config *cfg, const struct mmp_policy *policy, struct mmp_tcp_run **out);
-/* The tc and sockmap engines opened, as policy/privileges.h features. */
+/* The tc and sockmap engines opened, as lib/privileges.h features. */
 unsigned int mmp_tcp_run_features(const struct mmp_tcp_run *r);
 /* Start the listener threads and log the start-up line. Returns 0 or a negative errno. */
 int mmp_tcp_run_start(struct mmp_tcp_run *r);

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "lib/counter_table.h"
 #include "lib/log.h"
-#include "policy/quota.h"
+#include "lib/quota.h"
 #include "lib/notify.h"
 #include "policy/policy.h"
 #include "udp/fast/udp_fast.h"
@@ -23,7 +23,7 @@
 #include "listen/port_range.h"
 #include "listen/port_steer.h"
 #include "udp/udp.h"
-#include "policy/privileges.h"
+#include "lib/privileges.h"
 #include "udp/fast/udp_maps.h"
 #include "udp/udp_registry.h"
 #include "udp/udp_worker.h"

@@ -17,7 +17,7 @@ struct mmp_udp_run;
  * negative errno after logging (*out is then NULL).
  */
 int mmp_udp_run_open(const struct mmp_config *cfg, const struct mmp_policy *policy, struct mmp_udp_run **out);
-/* MMP_FEAT_UDP_FAST (policy/privileges.h) when the kernel fast path is on. */
+/* MMP_FEAT_UDP_FAST (lib/privileges.h) when the kernel fast path is on. */
 unsigned int mmp_udp_run_features(const struct mmp_udp_run *r);
 /* Start the listener threads and log the start-up line. Returns 0 or a negative errno. */
 int mmp_udp_run_start(struct mmp_udp_run *r);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include "lib/log.h"
-#include "policy/quota.h"
+#include "lib/quota.h"
 #include "lib/sockaddr.h"
 #include "listen/port_range.h"
 #include "udp/udp_classify.h"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "policy/quota.h"
+#include "lib/quota.h"
 
 #define MIN_SLOTS 64 /* a power of two */
 

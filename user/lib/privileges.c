@@ -7,7 +7,7 @@
 #include <linux/capability.h>
 #include <cap-ng.h>
 #include "lib/log.h"
-#include "policy/privileges.h"
+#include "lib/privileges.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
