@@ -52,6 +52,7 @@ ub_extra_checks() {
 	grep -q "^FAIL IPv4 upstream $UB_BACK_IP4:$UP_PORT via vx-up: spoofed test connection failed at spoofed connect: Connection timed out" <<<"$out" ||
 		case_fail "$(grep -A2 '^.... IPv4' <<<"$out" | tr '\n' ' ')"
 	grep -q "ip -4 route add CLIENT_NET via 10.99.2.1" <<<"$out" || case_fail "no return route printed: $(tr '\n' ' ' <<<"$out")"
+	grep -q "^       192.0.2.254/32) back through this host" <<<"$out" || case_fail "the probe's client is not named: $(tr '\n' ' ' <<<"$out")"
 	grep -q "^ok   IPv6 upstream" <<<"$out" || case_fail "IPv6 should still pass"
 	case_end
 }

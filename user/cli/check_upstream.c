@@ -21,27 +21,16 @@
 
 #define PROBE_TIMEOUT_MS 1500
 
-/* The probe's client: a TEST-NET address no host owns, a random port. */
+/* The probe's client (mmp_routing_probe_source) and its host prefix, for the hint's ip rule. */
 static void probe_client(int family, struct sockaddr_storage *src, char *net, size_t len)
 {
-	in_port_t port = htons(40000 + ((unsigned int)time(NULL) ^ (unsigned int)getpid()) % 20000);
+	const void *ip = family == AF_INET ? (const void *)&((struct sockaddr_in *)src)->sin_addr
+					   : (const void *)&((struct sockaddr_in6 *)src)->sin6_addr;
+	char text[INET6_ADDRSTRLEN];
 
-	memset(src, 0, sizeof(*src));
-	if (family == AF_INET) {
-		struct sockaddr_in *sin = (void *)src;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = port;
-		inet_pton(AF_INET, "192.0.2.254", &sin->sin_addr);
-		snprintf(net, len, "192.0.2.254/32");
-	} else {
-		struct sockaddr_in6 *sin6 = (void *)src;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = port;
-		inet_pton(AF_INET6, "2001:db8:ffff::254", &sin6->sin6_addr);
-		snprintf(net, len, "2001:db8:ffff::254/128");
-	}
+	mmp_routing_probe_source(family, src);
+	inet_ntop(family, ip, text, sizeof(text));
+	snprintf(net, len, "%s/%d", text, family == AF_INET ? 32 : 128);
 }
 
 static int read_sysctl(const char *path)

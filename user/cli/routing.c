@@ -254,8 +254,7 @@ static int loopback_listener(int family, struct sockaddr_storage *addr)
 	return fd;
 }
 
-/* A documentation address no host owns: 192.0.2.x or 2001:db8:ffff::x, random port. */
-static void probe_source(int family, struct sockaddr_storage *src)
+void mmp_routing_probe_source(int family, struct sockaddr_storage *src)
 {
 	unsigned int r = (unsigned int)time(NULL) ^ (unsigned int)getpid();
 	in_port_t port = htons(40000 + r % 20000);
@@ -287,7 +286,7 @@ int mmp_routing_probe(int family, int timeout_ms, const char **what)
 	lfd = loopback_listener(family, &target);
 	if (lfd < 0)
 		return lfd;
-	probe_source(family, &src);
+	mmp_routing_probe_source(family, &src);
 	cfd = mmp_upstream_connect((struct sockaddr *)&src, (struct sockaddr *)&target, 0, 0, what);
 	if (cfd < 0) {
 		close(lfd);

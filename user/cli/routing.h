@@ -27,6 +27,12 @@ void mmp_routing_print_fix(int family, int table);
  */
 int mmp_routing_probe(int family, int timeout_ms, const char **what);
 
+/*
+ * The probes' client (here and in `check`'s upstream probe): a documentation
+ * address no host owns, 192.0.2.254 or 2001:db8:ffff::254, and a random port.
+ */
+void mmp_routing_probe_source(int family, struct sockaddr_storage *src);
+
 /* Is setup-routing's fwmark rule for steered replies (docs/DESIGN.md §14) there for family? */
 bool mmp_routing_fwmark_present(int family, int table);
 
