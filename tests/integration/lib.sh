@@ -193,6 +193,31 @@ up_stop() {
 	proc_stop "$UP6_PID" 2
 }
 
+# need_bench_tools TNN TOOL...: BENCH_TOOLS (MMP_BENCH_TOOLS, default build/bench)
+# holds every TOOL; otherwise FAIL naming the missing one and exit.
+need_bench_tools() {
+	local t=$1 tool
+	shift
+	BENCH_TOOLS=${MMP_BENCH_TOOLS:-$REPO_ROOT/build/bench}
+	for tool in "$@"; do
+		[[ -x $BENCH_TOOLS/$tool ]] || {
+			echo "FAIL $t setup: $BENCH_TOOLS/$tool missing (make bench-tools)"
+			exit 1
+		}
+	done
+}
+
+# bench_echo_start TNN LOG: bench's `upstream -m echo` (one thread) on
+# 127.0.0.1:UP_PORT, UP_PID its pid; otherwise FAIL with LOG's tail and exit.
+# SO_REUSEPORT: a second one shares the port.
+bench_echo_start() {
+	proc_start UP_PID "$2" "$TOPO_PROXY" "$BENCH_TOOLS/upstream" -m echo --threads 1 -l "127.0.0.1:$UP_PORT"
+	wait_port "$TOPO_PROXY" "$UP_PORT" 10 "$UP_PID" || {
+		echo "FAIL $1 setup: upstream echo did not start: $(tail -n 3 "$2")"
+		exit 1
+	}
+}
+
 # expect_peer LOG MARK ADDR PORT: the upstream logged "peer ADDR PORT" after
 # MARK; otherwise the case fails and says what the upstreams saw instead.
 expect_peer() {

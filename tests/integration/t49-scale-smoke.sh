@@ -21,13 +21,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tc-lib.sh"
 tc_only t49 "scale smoke"
-BENCH_TOOLS=${MMP_BENCH_TOOLS:-$REPO_ROOT/build/bench}
-for tool in loadgen upstream; do
-	[[ -x $BENCH_TOOLS/$tool ]] || {
-		echo "FAIL t49 setup: $BENCH_TOOLS/$tool missing (make bench-tools)"
-		exit 1
-	}
-done
+need_bench_tools t49 loadgen upstream
 t_setup t49
 
 CONNS=10000
@@ -43,12 +37,7 @@ tc_flows() { "$MMP_BIN" stats --pin-dir "$MMP_PINDIR" --json 2>/dev/null | jq -r
 ns_exec "$TOPO_PROXY" sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535 \
 	net.ipv4.ip_local_port_range="1024 65535"
 for ((i = 0; i < 2; i++)); do
-	proc_start UP_PID "$T_TMP/upstream-$i.log" "$TOPO_PROXY" "$BENCH_TOOLS/upstream" -m echo --threads 1 \
-		-l "127.0.0.1:$UP_PORT"
-	wait_port "$TOPO_PROXY" "$UP_PORT" 10 "$UP_PID" || {
-		echo "FAIL t49 setup: upstream echo did not start: $(tail -n 3 "$T_TMP/upstream-$i.log")"
-		exit 1
-	}
+	bench_echo_start t49 "$T_TMP/upstream-$i.log"
 done
 
 case_begin "1 $CONNS connections held: all spliced in the kernel, no fd and <= $RSS_PER_FLOW_MAX B RSS a flow in the proxy, all echo byte-exact"

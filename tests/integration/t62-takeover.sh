@@ -36,17 +36,12 @@
 # the case fails: connections refused or reset, streams cut.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tc-lib.sh"
+source "$(dirname "$0")/takeover-lib.sh"
 if [[ $MMP_FLAVOR != bpf || ($MMP_ENGINE != splice && $MMP_ENGINE != tc) ]]; then
 	echo "SKIP t62 takeover under load: engines splice and tc only (MMP_ENGINE=$MMP_ENGINE, $MMP_FLAVOR)"
 	exit 0
 fi
-BENCH_TOOLS=${MMP_BENCH_TOOLS:-$REPO_ROOT/build/bench}
-for tool in loadgen upstream; do
-	[[ -x $BENCH_TOOLS/$tool ]] || {
-		echo "FAIL t62 setup: $BENCH_TOOLS/$tool missing (make bench-tools)"
-		exit 1
-	}
-done
+need_bench_tools t62 loadgen upstream
 [[ -x $MMP_TOOLS/mmpt-bidir ]] || {
 	echo "FAIL t62 setup: $MMP_TOOLS/mmpt-bidir missing (make integration-tools)"
 	exit 1
@@ -74,12 +69,7 @@ else
 fi
 
 ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
-proc_start UP_PID "$T_TMP/upstream.log" "$TOPO_PROXY" "$BENCH_TOOLS/upstream" -m echo --threads 1 \
-	-l "127.0.0.1:$UP_PORT"
-wait_port "$TOPO_PROXY" "$UP_PORT" 10 "$UP_PID" || {
-	echo "FAIL t62 setup: upstream echo did not start: $(tail -n 3 "$T_TMP/upstream.log")"
-	exit 1
-}
+bench_echo_start t62 "$T_TMP/upstream.log"
 
 # proxy_cmd BIN: the instance's command line; every start and takeover uses the same flags.
 proxy_cmd() {
@@ -109,12 +99,8 @@ MMP_LOG=${PROXY_LOGS[0]}
 if ! wait_port "$TOPO_PROXY" "$PROXY_PORT" 10 "$MMP_PID"; then
 	case_fail "the proxy did not start: $(grep -v libbpf "$MMP_LOG" | tail -n 3 | tr '\n' ' ')"
 else
-	proc_start BIDIR_PID "$T_TMP/bidir.out" "$TOPO_PROXY" "$MMP_TOOLS/mmpt-bidir" -c "127.0.0.1:$((PROXY_PORT + 1))" \
-		-l "127.0.0.1:$((UP_PORT + 1))" -n "$STREAMS" --parallel "$STREAMS" --size "$STREAM_SIZE" \
-		--rate "$STREAM_RATE" --net 203.0.113. --port-base 24000 --timeout 80
-	proc_start LG_PID "$T_TMP/loadgen.out" "$TOPO_PROXY" "$BENCH_TOOLS/loadgen" -m connrate -c ${T62_CONNS:-8} \
-		--connect-rate "$RATE" -T "$DURATION" --warmup 0 --threads 1 -s 64 --proxy v2 \
-		--client-range 10.128.0.0/12 --source-range 127.2.0.0/16 -q "127.0.0.1:$PROXY_PORT"
+	restart_load_start "127.0.0.1:$((PROXY_PORT + 1))" "127.0.0.1:$((UP_PORT + 1))" 203.0.113. "${T62_CONNS:-8}" \
+		"127.0.0.1:$PROXY_PORT" --source-range 127.2.0.0/16
 	sleep 2
 	for ((i = 1; i <= TAKEOVERS; i++)); do
 		bin=$MMP_BIN
@@ -134,25 +120,8 @@ else
 	done
 	MMP_PID=${PROXY_PIDS[-1]}
 	MMP_LOG=${PROXY_LOGS[-1]}
-	while proc_alive "$LG_PID"; do sleep 0.2; done
-	while proc_alive "$BIDIR_PID"; do sleep 0.2; done
-	wait "$BIDIR_PID" 2>/dev/null
-	lg=$(sed -n 's/^JSON //p' "$T_TMP/loadgen.out")
-	if [[ -z $lg ]]; then
-		case_fail "loadgen printed no report: $(tail -n 2 "$T_TMP/loadgen.out" | tr '\n' ' ')"
-	else
-		read -r opened msgs cerr ioerr reset verr maxms < <(jq -r '[.conns_opened, .msgs, .connect_errors,
-			.io_errors, .io_reset, .verify_errors, (.lat_us.max / 1000 | floor)] | @tsv' <<<"$lg")
-		((cerr == 0)) || case_fail "$cerr connections refused (connect errors)"
-		((reset == 0)) || case_fail "$reset connections reset"
-		((ioerr == 0)) || case_fail "$ioerr connections with I/O errors (EOF or reset)"
-		((verr == 0)) || case_fail "$verr wrong bytes echoed"
-		((msgs > 0 && msgs + 8 >= opened)) || case_fail "$msgs of $opened connections echoed their message"
-		case_note "loadgen: $opened connections, $msgs echoed, longest connect+echo $maxms ms (bounds the longest accept gap)"
-	fi
-	summary=$(grep '^bidir ' "$T_TMP/bidir.out")
-	[[ $summary == "bidir ok $STREAMS failed 0 "* ]] ||
-		case_fail "streams: ${summary:-no summary} $(grep '^conn ' "$T_TMP/bidir.out" | grep -v ' ok down [0-9]* ok$' | head -n 2 | tr '\n' ' ')"
+	restart_load_wait
+	restart_load_check "bounds the longest accept gap"
 	# Every predecessor exits 0 once what it drained has ended.
 	for ((i = 0; i < ${#PROXY_PIDS[@]} - 1; i++)); do
 		pid=${PROXY_PIDS[i]}

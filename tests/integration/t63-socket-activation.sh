@@ -23,14 +23,9 @@
 # the first start fails to bind the port systemd-socket-activate holds: FAIL.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/tc-lib.sh"
+source "$(dirname "$0")/takeover-lib.sh"
 tc_only t63 "socket activation"
-BENCH_TOOLS=${MMP_BENCH_TOOLS:-$REPO_ROOT/build/bench}
-for tool in loadgen upstream; do
-	[[ -x $BENCH_TOOLS/$tool ]] || {
-		echo "FAIL t63 setup: $BENCH_TOOLS/$tool missing (make bench-tools)"
-		exit 1
-	}
-done
+need_bench_tools t63 loadgen upstream
 command -v systemd-socket-activate >/dev/null || {
 	echo "FAIL t63 setup: systemd-socket-activate is not installed (make deps: systemd)"
 	exit 1
@@ -56,12 +51,7 @@ LISTEN="[::]:$PROXY_PORT"
 ARGS="-l $LISTEN -4 127.0.0.1:$UP_PORT -6 [::1]:$((UP_PORT + 1)) -v 1 --pin-dir $PIN --engine tc --tc-handoff-delay 0 --listeners 2"
 
 ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
-proc_start UP_PID "$T_TMP/upstream.log" "$TOPO_PROXY" "$BENCH_TOOLS/upstream" -m echo --threads 1 \
-	-l "127.0.0.1:$UP_PORT"
-wait_port "$TOPO_PROXY" "$UP_PORT" 10 "$UP_PID" || {
-	echo "FAIL t63 setup: upstream echo did not start: $(tail -n 3 "$T_TMP/upstream.log")"
-	exit 1
-}
+bench_echo_start t63 "$T_TMP/upstream.log"
 
 # The supervisor: systemd's part of a `systemctl restart` (SIGTERM, wait,
 # start), each start as the unit's ExecStart= with LISTEN_PID set to the
@@ -102,39 +92,18 @@ else
 	ns_exec "$TOPO_PROXY" "$BENCH_TOOLS/loadgen" -m connrate -c 1 --connect-rate 10 -T 1 --warmup 0 --threads 1 \
 		-s 64 --proxy v2 --client-range 10.144.0.0/16 -q "127.0.0.1:$PROXY_PORT" >"$T_TMP/first.out" 2>&1
 	wait_grep "$T_TMP/proxy-0.log" "listening on" 15 || case_fail "the first start did not listen: $(grep -v libbpf "$T_TMP/proxy-0.log" 2>/dev/null | tail -n 2 | tr '\n' ' ')"
-	proc_start BIDIR_PID "$T_TMP/bidir.out" "$TOPO_PROXY" "$MMP_TOOLS/mmpt-bidir" -c "[::1]:$PROXY_PORT" \
-		-l "[::1]:$((UP_PORT + 1))" -n "$STREAMS" --parallel "$STREAMS" --size "$STREAM_SIZE" \
-		--rate "$STREAM_RATE" --net 2001:db8:5:: --port-base 24000 --timeout 80
-	proc_start LG_PID "$T_TMP/loadgen.out" "$TOPO_PROXY" "$BENCH_TOOLS/loadgen" -m connrate -c 8 \
-		--connect-rate "$RATE" -T "$DURATION" --warmup 0 --threads 1 -s 64 --proxy v2 \
-		--client-range 10.128.0.0/12 -q "127.0.0.1:$PROXY_PORT"
+	restart_load_start "[::1]:$PROXY_PORT" "[::1]:$((UP_PORT + 1))" 2001:db8:5:: 8 "127.0.0.1:$PROXY_PORT"
 	sleep 2
 	for ((i = 0; i < RESTARTS; i++)); do
 		touch "$T_TMP/stop-$i"
 		wait_grep "$T_TMP/supervise.out" "^start $((i + 1)) " 15 || case_fail "restart $((i + 1)) did not start"
 		sleep "$EVERY"
 	done
-	while proc_alive "$LG_PID"; do sleep 0.2; done
-	while proc_alive "$BIDIR_PID"; do sleep 0.2; done
+	restart_load_wait
 	touch "$T_TMP/stop-$RESTARTS"
 	for ((w = 0; w < 150; w++)); do proc_alive "$SSA_PID" || break; sleep 0.1; done
 	proc_alive "$SSA_PID" && case_fail "the last instance did not exit on SIGTERM"
-	lg=$(sed -n 's/^JSON //p' "$T_TMP/loadgen.out")
-	if [[ -z $lg ]]; then
-		case_fail "loadgen printed no report: $(tail -n 2 "$T_TMP/loadgen.out" | tr '\n' ' ')"
-	else
-		read -r opened msgs cerr ioerr reset verr maxms < <(jq -r '[.conns_opened, .msgs, .connect_errors,
-			.io_errors, .io_reset, .verify_errors, (.lat_us.max / 1000 | floor)] | @tsv' <<<"$lg")
-		((cerr == 0)) || case_fail "$cerr connections refused (connect errors)"
-		((reset == 0)) || case_fail "$reset connections reset"
-		((ioerr == 0)) || case_fail "$ioerr connections with I/O errors (EOF or reset)"
-		((verr == 0)) || case_fail "$verr wrong bytes echoed"
-		((msgs > 0 && msgs + 8 >= opened)) || case_fail "$msgs of $opened connections echoed their message"
-		case_note "loadgen: $opened connections, $msgs echoed, longest connect+echo $maxms ms (a restart's gap)"
-	fi
-	summary=$(grep '^bidir ' "$T_TMP/bidir.out")
-	[[ $summary == "bidir ok $STREAMS failed 0 "* ]] ||
-		case_fail "streams: ${summary:-no summary} $(grep '^conn ' "$T_TMP/bidir.out" | grep -v ' ok down [0-9]* ok$' | head -n 2 | tr '\n' ' ')"
+	restart_load_check "a restart's gap"
 	bad_exits=$(grep '^exit ' "$T_TMP/supervise.out" | grep -v ' 0$' | tr '\n' ' ')
 	[[ -z $bad_exits ]] || case_fail "instances that did not exit 0 on SIGTERM: $bad_exits"
 	(($(grep -c '^exit ' "$T_TMP/supervise.out") == RESTARTS + 1)) ||
