@@ -154,16 +154,15 @@ bool mmp_is_local_addr(const struct sockaddr_storage *ss)
 	return local;
 }
 
-bool mmp_unmap_v4(struct sockaddr_storage *ss)
+void mmp_unmap_v4(struct sockaddr_storage *ss)
 {
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 
 	if (ss->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
-		return false;
+		return;
 	sin.sin_port = sin6->sin6_port;
 	memcpy(&sin.sin_addr, &sin6->sin6_addr.s6_addr[12], 4);
 	memset(ss, 0, sizeof(*ss));
 	memcpy(ss, &sin, sizeof(sin));
-	return true;
 }

@@ -23,8 +23,8 @@ const char *mmp_fmt_addr(const struct sockaddr *sa, char *buf);
 
 socklen_t mmp_sockaddr_len(const struct sockaddr *sa);
 
-/* Turn an IPv4-mapped IPv6 address (::ffff:a.b.c.d) into plain IPv4, in place. */
-bool mmp_unmap_v4(struct sockaddr_storage *ss);
+/* Turn an IPv4-mapped IPv6 address (::ffff:a.b.c.d) into plain IPv4, in place; any other is left as it is. */
+void mmp_unmap_v4(struct sockaddr_storage *ss);
 
 struct mmp_addr;
 /* Format a map's struct mmp_addr as "ip:port" / "[ip6]:port" ("-" when unset). */

@@ -16,7 +16,7 @@
 /*
  * A decimal number up to max: digits only (no sign, no blanks, no leading
  * zero but for 0 itself), so that one ID has exactly one spelling.
- * Returns 0 with *out set, or -1.
+ * Returns 0 with *out set, or -EINVAL.
  */
 static int parse_decimal(const char *s, uint64_t max, uint64_t *out)
 {
