@@ -20,13 +20,6 @@
 
 #define PROBE_TIMEOUT_MS 1000
 
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
-
 /* The effective capability set of this process, from /proc. */
 static unsigned long long effective_caps(void)
 {

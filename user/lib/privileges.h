@@ -9,7 +9,16 @@
 #define MMP_PRIVILEGES_H
 
 #include <stdbool.h>
+#include <linux/capability.h>
 #include "lib/config.h"
+
+/* Older uapi headers lack the capabilities split off CAP_SYS_ADMIN in Linux 5.8. */
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
 
 /* What a run uses, each a reason to keep or to need a capability. */
 enum mmp_feature {
