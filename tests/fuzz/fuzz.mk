@@ -22,7 +22,7 @@ FUZZ_TARGETS := proxy_proto spp allowlist udp_classify
 FUZZ_SRCS_proxy_proto  := user/proto/proxy_proto.c user/proto/crc32c.c user/proto/pp_tlv_fmt.c
 FUZZ_SRCS_spp          := user/proto/udp_spp.c
 FUZZ_SRCS_allowlist    := user/proto/allowlist.c user/proto/line_file.c
-FUZZ_SRCS_udp_classify := user/udp/udp_classify.c user/proto/udp_spp.c user/proto/proxy_proto.c user/proto/crc32c.c
+FUZZ_SRCS_udp_classify := user/udp/udp_classify.c user/lib/sockaddr.c user/proto/udp_spp.c user/proto/proxy_proto.c user/proto/crc32c.c
 
 .PHONY: fuzz-tests $(addprefix fuzz-,$(FUZZ_TARGETS))
 

@@ -6,7 +6,7 @@
  *  - the kind is one of enum udp_kind; a drop names a drop_* counter and a reason;
  *  - a header kind's hdr_len is within the datagram (38 for SPP); payload has none;
  *  - a v2 or SPP client is IPv4 (mapped forms turned into it) or IPv6, and
- *    usable (udp_client_unusable says no);
+ *    usable (udp_client_check returns 0);
  *  - "every" and "spp" never take a datagram as payload; SPP only in spp/auto.
  */
 #include <stdio.h>
@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				CHECK(info.hdr_len >= 16 || info.kind == UDP_K_SPP);
 				CHECK(info.hdr_len <= size);
 				CHECK(info.client.ss_family == AF_INET || info.client.ss_family == AF_INET6);
-				CHECK(!udp_client_unusable((const struct sockaddr *)&info.client, &why));
+				CHECK(udp_client_check((const struct sockaddr *)&info.client, &why) == 0);
 				if (info.client.ss_family == AF_INET6)
 					CHECK(!IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&info.client)->sin6_addr));
 				break;

@@ -4,8 +4,10 @@
  * bad datagram lands in the right counter (truncated, bad length, wrong
  * family, wrong transport); pp_parse_v2 then checks the TLVs and CRC32C.
  */
+#include <errno.h>
 #include <string.h>
 #include <netinet/in.h>
+#include "lib/sockaddr.h"
 #include "proto/proxy_proto.h"
 #include "udp/udp_classify.h"
 #include "proto/udp_spp.h"
@@ -25,7 +27,7 @@ static enum udp_kind drop(struct udp_dgram_info *out, enum mmp_udp_counter c, co
 	return UDP_K_DROP;
 }
 
-bool udp_client_unusable(const struct sockaddr *sa, const char **why)
+int udp_client_check(const struct sockaddr *sa, const char **why)
 {
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *sin = (const void *)sa;
@@ -35,9 +37,9 @@ bool udp_client_unusable(const struct sockaddr *sa, const char **why)
 			goto port0;
 		if (a == INADDR_ANY || a == INADDR_BROADCAST || IN_MULTICAST(a)) {
 			*why = "client address is unspecified, broadcast or multicast";
-			return true;
+			return -EINVAL;
 		}
-		return false;
+		return 0;
 	}
 	if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *sin6 = (const void *)sa;
@@ -46,16 +48,16 @@ bool udp_client_unusable(const struct sockaddr *sa, const char **why)
 			goto port0;
 		if (IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr) || IN6_IS_ADDR_MULTICAST(&sin6->sin6_addr)) {
 			*why = "client address is unspecified or multicast";
-			return true;
+			return -EINVAL;
 		}
-		return false;
+		return 0;
 	}
 	*why = "client address family is not IPv4 or IPv6";
-	return true;
+	return -EAFNOSUPPORT;
 port0:
 	/* bind() to port 0 would pick a random port: the upstream would see a made-up client. */
 	*why = "client port is 0";
-	return true;
+	return -EINVAL;
 }
 
 /* Store the header's addresses; returns kind, or UDP_K_DROP for an unusable client. */
@@ -67,17 +69,8 @@ static enum udp_kind set_client(struct udp_dgram_info *out, enum udp_kind kind, 
 	out->client = *client;
 	out->proxy = *proxy;
 	/* ::ffff:a.b.c.d goes to the -4 upstream as a.b.c.d, as in TCP. */
-	if (out->client.ss_family == AF_INET6 &&
-	    IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&out->client)->sin6_addr)) {
-		struct sockaddr_in6 m = *(struct sockaddr_in6 *)&out->client;
-		struct sockaddr_in *sin = (struct sockaddr_in *)&out->client;
-
-		memset(&out->client, 0, sizeof(out->client));
-		sin->sin_family = AF_INET;
-		sin->sin_port = m.sin6_port;
-		memcpy(&sin->sin_addr, &m.sin6_addr.s6_addr[12], 4);
-	}
-	if (udp_client_unusable((const struct sockaddr *)&out->client, &why))
+	mmp_unmap_v4(&out->client);
+	if (udp_client_check((const struct sockaddr *)&out->client, &why))
 		return drop(out, MMP_UDP_CNT_drop_bad_client, why);
 	return kind;
 }

@@ -46,7 +46,10 @@ struct udp_dgram_info {
 void udp_classify(enum mmp_udp_header mode, const uint8_t *buf, size_t len, bool lb_has_v2_flow,
 		  struct udp_dgram_info *out);
 
-/* True when a client address cannot be bound to: port 0, unspecified, multicast, broadcast. */
-bool udp_client_unusable(const struct sockaddr *sa, const char **why);
+/*
+ * 0 when a flow can bind to the client address; -EINVAL (port 0,
+ * unspecified, multicast, broadcast) or -EAFNOSUPPORT with *why naming it.
+ */
+int udp_client_check(const struct sockaddr *sa, const char **why);
 
 #endif
