@@ -15,6 +15,7 @@
 #include "mmp_tcp.h"
 #include "mmp_xdp.h"
 #include "lib/counter_table.h"
+#include "lib/map_keys.h"
 #include "lib/pins.h"
 #include "lib/sockaddr.h"
 #include "lib/percpu.h"
@@ -41,20 +42,6 @@ static void print_xdp_counters(int fd)
 	for (uint32_t i = 0; i < MMP_XDP_CNT_MAX; i++)
 		mmp_percpu_sum(fd, i, &v[i]);
 	mmp_counters_print(stdout, "xdp gate counters:", MMP_FAM_XDP, v);
-}
-
-static int count_entries(int fd, size_t key_size)
-{
-	uint8_t key[64], next[64];
-	void *prev = NULL;
-	int n = 0;
-
-	while (key_size <= sizeof(key) && bpf_map_get_next_key(fd, prev, next) == 0) {
-		memcpy(key, next, key_size);
-		prev = key;
-		n++;
-	}
-	return n;
 }
 
 /* A per-CPU array of counters (sockmap's, tc's): name and sum, one line each. */
@@ -169,9 +156,10 @@ static int mmp_stats_command(const char *pin_dir)
 	}
 	printf("pin directory: %s\n", pin_dir);
 	if (allow4 >= 0 && allow6 >= 0)
-		printf("allowed subnets: %d IPv4, %d IPv6 (%s, %s)\n",
-		       count_entries(allow4, sizeof(struct mmp_allow4_key)),
-		       count_entries(allow6, sizeof(struct mmp_allow6_key)), MMP_ALLOW4_MAP, MMP_ALLOW6_MAP);
+		printf("allowed subnets: %llu IPv4, %llu IPv6 (%s, %s)\n",
+		       (unsigned long long)mmp_map_count_keys(allow4, sizeof(struct mmp_allow4_key)),
+		       (unsigned long long)mmp_map_count_keys(allow6, sizeof(struct mmp_allow6_key)), MMP_ALLOW4_MAP,
+		       MMP_ALLOW6_MAP);
 	if (tcp_counters >= 0)
 		print_tcp_counters(tcp_counters);
 	if (xdp_counters >= 0)

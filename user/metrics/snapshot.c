@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include "lib/map_keys.h"
 #include "lib/percpu.h"
 #include "lib/pins.h"
 #include "metrics/snapshot.h"
@@ -25,20 +26,6 @@ static bool read_percpu(int fd, uint64_t *v, unsigned int n)
 		if (mmp_percpu_sum(fd, i, &v[i]))
 			v[i] = 0;
 	return true;
-}
-
-static uint64_t count_keys(int fd, size_t key_size)
-{
-	uint8_t key[64], next[64];
-	void *prev = NULL;
-	uint64_t n = 0;
-
-	while (key_size <= sizeof(key) && bpf_map_get_next_key(fd, prev, next) == 0) {
-		memcpy(key, next, key_size);
-		prev = key;
-		n++;
-	}
-	return n;
 }
 
 static void read_tc_flows(int flows_fd, struct mmp_snapshot *s)
@@ -90,7 +77,7 @@ static void read_flows(const char *pin_dir, struct mmp_snapshot *s)
 	if ((s->has_sockmap_flows = smf >= 0))
 		read_sockmap_flows(smf, s);
 	if ((s->has_udp_flows = udf >= 0))
-		s->udp_flows = count_keys(udf, sizeof(__u64));
+		s->udp_flows = mmp_map_count_keys(udf, sizeof(__u64));
 	close_fd(tcf), close_fd(smf), close_fd(udf);
 }
 
@@ -130,8 +117,8 @@ int mmp_snapshot_read_counters(const char *pin_dir, struct mmp_snapshot *s)
 	s->has[MMP_FAM_SOCKMAP] = read_percpu(sm, s->v[MMP_FAM_SOCKMAP], MMP_CNT_MAX);
 	if (a4 >= 0 && a6 >= 0) {
 		s->has_allow = true;
-		s->allow4 = count_keys(a4, sizeof(struct mmp_allow4_key));
-		s->allow6 = count_keys(a6, sizeof(struct mmp_allow6_key));
+		s->allow4 = mmp_map_count_keys(a4, sizeof(struct mmp_allow4_key));
+		s->allow6 = mmp_map_count_keys(a6, sizeof(struct mmp_allow6_key));
 	}
 	if (xdp >= 0) {
 		struct bpf_map_info info = { 0 };
