@@ -279,7 +279,7 @@ struct mmp_udp_flow {
 	X(drop_reply_send, "drop_reply_send", "dropped: sending a reply to the load balancer failed")                  \
 	X(upstream_errors, "upstream_errors", "ICMP errors from upstreams (e.g. port unreachable)")                    \
 	X(drop_endpoint, "drop_endpoint", "dropped: the header names no endpoint of --allowed-endpoints")             \
-	X(flows_steered, "flows_steered", "flows to an upstream beyond loopback: replies steered by tuple, relayed in userspace") \
+	X(flows_steered, "flows_steered", "flows to an upstream beyond loopback: replies steered by tuple (docs/DESIGN.md §14)") \
 	X(drop_steer, "drop_steer", "dropped: the reply tuple could not be recorded for steering (map full, tuple in use)")
 
 struct mmp_udp_counters {

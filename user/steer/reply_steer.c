@@ -33,8 +33,13 @@ static struct {
 	struct steer_bpf *skel;
 	char pin_dir[256];
 	struct mmp_tc_id id;
-	int ifindex[2]; /* [0] IPv4's upstream interface, [1] IPv6's; 0: that family is not steered */
-	bool attached[2];
+	/*
+	 * [0] IPv4's upstream interface, [1] IPv6's; 0: that family is not
+	 * steered. Written by the tick (follow_routes), read by every worker.
+	 */
+	int ifindex[2];
+	struct sockaddr_storage target[2]; /* the upstream whose route ifindex follows */
+	int hooked[2]; /* the interfaces our filter is on (one serves both families on one interface) */
 	int map_fd;
 	__u32 prog_id;
 	pthread_mutex_t lock; /* the map's writes and the queue */
@@ -58,12 +63,12 @@ static int fam_idx(int family)
 
 bool mmp_steer_family(int family)
 {
-	return st.skel && st.ifindex[fam_idx(family)] > 0;
+	return st.skel && __atomic_load_n(&st.ifindex[fam_idx(family)], __ATOMIC_RELAXED) > 0;
 }
 
 int mmp_steer_ifindex(int family)
 {
-	return st.skel ? st.ifindex[fam_idx(family)] : 0;
+	return st.skel ? __atomic_load_n(&st.ifindex[fam_idx(family)], __ATOMIC_RELAXED) : 0;
 }
 
 /* Mark lo..hi (host order) in the program's port filter. */
@@ -161,9 +166,12 @@ int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin
 	st.id = mmp_instance_steer_id(id_dir);
 	/* Owners are unique across a takeover's two processes, which share the map (open_and_load). */
 	st.next_owner = ((uint64_t)getpid() << 32) | 1;
-	for (int i = 0; i < 2; i++)
-		if (st.ifindex[i])
-			mark_ports(port_of(targets[i]), his[i]);
+	for (int i = 0; i < 2; i++) {
+		if (!st.ifindex[i])
+			continue;
+		mark_ports(port_of(targets[i]), his[i]);
+		st.target[i] = *targets[i];
+	}
 	err = pin ? mmp_pin_map(cfg->pin_dir, st.skel->maps.mmp_reply_steer) : 0;
 	if (!err && pin)
 		err = mmp_pin_map(cfg->pin_dir, st.skel->maps.mmp_steer_cnt);
@@ -182,7 +190,7 @@ int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin
 		if (!st.ifindex[i] || (i == 1 && st.ifindex[1] == st.ifindex[0]))
 			continue; /* one filter serves both families on one interface */
 		err = mmp_steer_attach(st.ifindex[i], st.id, prog_fd);
-		st.attached[i] = !err;
+		st.hooked[i] = err ? 0 : st.ifindex[i];
 		if (!err && pin)
 			pr_info("reply steering: %s upstream replies are steered at %s ingress (tc pref %u handle 0x%x, fwmark 0x%x; docs/DESIGN.md §14)",
 				i ? "IPv6" : st.ifindex[1] == st.ifindex[0] ? "IPv4 and IPv6" : "IPv4", if_indextoname(st.ifindex[i], name) ? name : "?", st.id.prio,
@@ -200,8 +208,8 @@ void mmp_steer_close(void)
 	if (!st.skel)
 		return;
 	for (int i = 0; i < 2; i++)
-		if (st.attached[i])
-			mmp_steer_detach(st.ifindex[i], st.id, st.prog_id);
+		if (st.hooked[i])
+			mmp_steer_detach(st.hooked[i], st.id, st.prog_id);
 	if (mmp_handing_over()) { /* the map and its pins are the successor's now: leave it none of our tuples */
 		expire(0, true);
 	} else if (st.pin_dir[0]) {
@@ -210,8 +218,9 @@ void mmp_steer_close(void)
 	}
 	steer_bpf__destroy(st.skel);
 	free(st.q);
-	memset(st.attached, 0, sizeof(st.attached));
+	memset(st.hooked, 0, sizeof(st.hooked));
 	memset(st.ifindex, 0, sizeof(st.ifindex));
+	memset(st.target, 0, sizeof(st.target));
 	st.skel = NULL;
 	st.q = NULL;
 	st.q_head = st.q_len = st.q_cap = 0;
@@ -323,8 +332,62 @@ static void expire(uint64_t now, bool all)
 	pthread_mutex_unlock(&st.lock);
 }
 
+static bool in_pair(const int pair[2], int ifindex)
+{
+	return ifindex && (pair[0] == ifindex || pair[1] == ifindex);
+}
+
+static const char *if_name(int ifindex, char name[IF_NAMESIZE])
+{
+	return if_indextoname((unsigned int)ifindex, name) ? name : "a removed interface";
+}
+
+/*
+ * The route to an upstream moved to another interface: a pod recreated
+ * behind a new veth (Calico gives it a new one, same address), a tunnel
+ * brought up again. Steering follows it: the filter goes on the new
+ * interface first, then leaves the old one (gone already, most often).
+ * An upstream with no route at all keeps what it had until one comes back.
+ */
+static void follow_routes(void)
+{
+	int want[2], hooked[2] = { 0 }, prog_fd = bpf_program__fd(st.skel->progs.mmp_steer_in);
+	char a[MMP_ADDRSTRLEN], n1[IF_NAMESIZE], n2[IF_NAMESIZE];
+
+	for (int i = 0; i < 2; i++) {
+		int oif = st.target[i].ss_family ? mmp_route_oif(&st.target[i]) : 0;
+
+		want[i] = oif > 0 ? oif : st.ifindex[i];
+	}
+	if (want[0] == st.ifindex[0] && want[1] == st.ifindex[1])
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (!want[i] || in_pair(hooked, want[i]))
+			continue;
+		/* A failed attach is logged; that family stays where it was. */
+		if (!in_pair(st.hooked, want[i]) && mmp_steer_attach(want[i], st.id, prog_fd))
+			want[i] = st.ifindex[i];
+		if (!in_pair(hooked, want[i]))
+			hooked[i] = want[i];
+	}
+	for (int i = 0; i < 2; i++)
+		if (st.hooked[i] && !in_pair(hooked, st.hooked[i]))
+			mmp_steer_detach(st.hooked[i], st.id, st.prog_id);
+	for (int i = 0; i < 2; i++) {
+		if (want[i] == st.ifindex[i])
+			continue;
+		pr_info("reply steering: the route to the %s upstream %s moved from %s to %s: its replies are steered there now (docs/DESIGN.md §14)",
+			i ? "IPv6" : "IPv4", mmp_fmt_addr((const struct sockaddr *)&st.target[i], a), if_name(st.ifindex[i], n1),
+			if_name(want[i], n2));
+		__atomic_store_n(&st.ifindex[i], want[i], __ATOMIC_RELAXED);
+	}
+	memcpy(st.hooked, hooked, sizeof(hooked));
+}
+
 void mmp_steer_tick(void)
 {
-	if (st.skel)
-		expire(now_ns(), false);
+	if (!st.skel)
+		return;
+	expire(now_ns(), false);
+	follow_routes();
 }

@@ -47,7 +47,10 @@ int mmp_steer_ifindex(int family);
 int mmp_steer_add(int proto, const struct sockaddr *client, const struct sockaddr *upstream, uint64_t *owner);
 /* At close: the tuple stays steered MMP_STEER_LINGER_MS more, then is deleted (by mmp_steer_tick). */
 void mmp_steer_release(int proto, const struct sockaddr *client, const struct sockaddr *upstream, uint64_t owner);
-/* Once a second: delete the tuples whose linger ended. */
+/*
+ * Once a second: delete the tuples whose linger ended, and follow a route to
+ * an upstream that moved to another interface (the filter moves with it).
+ */
 void mmp_steer_tick(void);
 
 #endif
