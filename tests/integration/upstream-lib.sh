@@ -108,6 +108,7 @@ ub_xfer() {
 		src="[$UB_CLIENT6]:$port" dst="[$TOPO_PROXY_IP6]:443" log=$UB_UP6_LOG
 	fi
 	mark=$(log_mark "$log")
+	UB_XFER_N=$((${UB_XFER_N:-0} + 1))
 	if ! client "$TOPO_CLIENT" -c "$TOPO_PROXY_IP4:$PROXY_PORT" "$hdr" "$src" "$dst" --send "$UB_SIZE" --timeout 20; then
 		case_fail "transfer failed: $(client_result)"
 	fi
@@ -119,7 +120,7 @@ ub_xfer() {
 	case_end
 }
 
-# ub_udp NAME FAMILY(4|6) FORMAT(v2|spp): 20 UDP clients, 5 datagrams each, echoed by the backend.
+# ub_udp NAME FAMILY(4|6) FORMAT(v2|spp): 20 UDP clients, 20 datagrams each, echoed by the backend.
 ub_udp() {
 	local name=$1 fam=$2 fmt=$3 client log mark out peers
 	case_begin "$name"
@@ -128,7 +129,7 @@ ub_udp() {
 	else
 		client="[2001:db8:77::$((80 + ${UB_UDP_N:-0}))]:40000" log=$T_TMP/udp6.log
 	fi
-	UB_UDP_N=$((${UB_UDP_N:-0} + 1))
+	UB_UDP_N=$((${UB_UDP_N:-0} + 1)) UB_UDP_FLOWS=$((${UB_UDP_FLOWS:-0} + 20))
 	mark=$(log_mark "$log")
 	out=$(ns_exec "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-udp" send -c "$TOPO_PROXY_IP4:$PROXY_PORT" --format "$fmt" \
 		--client "$client" --clients 20 -n 20 --rate 2000 --echo --timeout 5 2>&1) ||
@@ -143,6 +144,7 @@ ub_udp() {
 	# Wait for these flows to close (--close-after 1): the next case's sender may get one of these
 	# ephemeral ports, and an LB ip:port that still has a v2 flow reads an SPP datagram as payload.
 	local n
+	sleep 1.1 # mmp_udp_cnt is refreshed once a second: a snapshot from before these flows reads 0 too
 	for ((n = 0; n < 50; n++)); do
 		[[ $(ub_udp_counter flows_active) == 0 ]] && break
 		sleep 0.1
@@ -152,6 +154,16 @@ ub_udp() {
 # ub_udp_counter NAME: one field of mmp_udp_cnt (refreshed once a second).
 ub_udp_counter() {
 	bpftool -j map lookup pinned "$MMP_PINDIR/mmp_udp_cnt" key 0 0 0 0 2>/dev/null | jq ".formatted.value.$1 // empty"
+}
+
+# ub_wait_dad: link-local addresses of new links are tentative for a second or two (DAD): IPv6
+# neighbour discovery with them stalls the first SYN past check's timeout.
+ub_wait_dad() {
+	local n
+	for ((n = 0; n < 50; n++)); do
+		[[ -z $(ip -n "$TOPO_PROXY" -6 addr show tentative) && -z $(ip -n "$UB_BACK_NS" -6 addr show tentative) ]] && break
+		sleep 0.1
+	done
 }
 
 # ub_suite: every case, over the topology the file built (UB_UP_IF, UB_BACK_IP4, UB_BACK_IP6 set).
@@ -193,12 +205,7 @@ ub_suite() {
 	t_require wait_grep "$T_TMP/udp4.log" '^listening' 5
 	t_require wait_grep "$T_TMP/udp6.log" '^listening' 5
 
-	# Link-local addresses of the new links are tentative for a second or two (DAD): IPv6 neighbour
-	# discovery with them stalls the first SYN past check's timeout.
-	for ((n = 0; n < 50; n++)); do
-		[[ -z $(ip -n "$TOPO_PROXY" -6 addr show tentative) && -z $(ip -n "$UB_BACK_NS" -6 addr show tentative) ]] && break
-		sleep 0.1
-	done
+	ub_wait_dad
 	case_begin "check: a spoofed connection to the real upstream completes, both families"
 	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT" 2>&1)
 	grep -q "^ok   IPv4 upstream $UB_BACK_IP4:$UP_PORT via $UB_UP_IF: a spoofed connection" <<<"$out" || case_fail "IPv4: $(grep -A3 IPv4 <<<"$out" | tr '\n' ' ')"
@@ -254,14 +261,15 @@ ub_suite() {
 	case_note "steer_marked $marked, steer_marked_late $(ub_steer_counter marked_late), steer_passed $(ub_steer_counter passed)"
 	case_end
 
+	local flows=$UB_UDP_FLOWS
 	if [[ $MMP_ENGINE == tc ]]; then
-		case_begin "UDP: 40 flows steered, their datagrams moved by the fast path both ways"
+		case_begin "UDP: $flows flows steered, their datagrams moved by the fast path both ways"
 	else
-		case_begin "UDP: 40 flows steered, relayed in userspace (no fast path but under tc)"
+		case_begin "UDP: $flows flows steered, relayed in userspace (no fast path but under tc)"
 	fi
 	sleep 1.2 # mmp_udp_cnt is refreshed once a second
 	n=$(ub_udp_counter flows_steered)
-	[[ $n == 40 ]] || case_fail "flows_steered is ${n:-unreadable}, want 40"
+	[[ $n == "$flows" ]] || case_fail "flows_steered is ${n:-unreadable}, want $flows"
 	fwd=$(ub_udp_counter fast_fwd_dgrams)
 	rev=$(ub_udp_counter fast_reply_dgrams)
 	if [[ $MMP_ENGINE == tc ]]; then
@@ -277,14 +285,14 @@ ub_suite() {
 	case_end
 
 	mmp_stop
-	case_begin "totals: 4 connections steered$([[ $MMP_ENGINE == tc ]] && echo ', kept on splice by the tc engine')"
+	case_begin "totals: $UB_XFER_N connections steered$([[ $MMP_ENGINE == tc ]] && echo ', kept on splice by the tc engine')"
 	line=$(grep -m1 'totals: accepted' "$MMP_LOG")
-	grep -q ', steered 4,' <<<"$line" || case_fail "want steered 4: $line"
+	grep -q ", steered $UB_XFER_N," <<<"$line" || case_fail "want steered $UB_XFER_N: $line"
 	if [[ $MMP_ENGINE == tc ]]; then
-		grep -q 'tc beyond loopback 4' <<<"$line" || case_fail "want tc beyond loopback 4: $line"
+		grep -q "tc beyond loopback $UB_XFER_N" <<<"$line" || case_fail "want tc beyond loopback $UB_XFER_N: $line"
 	fi
 	case_end
-	case_engine_used 4
+	case_engine_used "$UB_XFER_N"
 
 	case_begin "a killed instance: cleanup removes its steering filter and pins"
 	t_require mmp_start -l "$TOPO_PROXY_IP4:$PROXY_PORT" -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT"

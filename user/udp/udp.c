@@ -236,6 +236,7 @@ void mmp_udp_run_tick(struct mmp_udp_run *r)
 
 	sum_counters(&r->sh, r->w, r->inited, &c);
 	udp_maps_put_counters(r->sh.maps, &c);
+	udp_fast_follow(r->sh.fast); /* after mmp_steer_tick, which moves the steering first */
 }
 
 void mmp_udp_run_close(struct mmp_udp_run *r)

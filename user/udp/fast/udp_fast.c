@@ -45,9 +45,11 @@ struct udp_fast {
 	int fwd_fd, rev_fd, drain_fd, prog;
 	int lo;
 	bool into_lo; /* lo takes redirected datagrams: route_localnet and accept_local are on */
+	/* Appended to while workers read it (udp_fast_follow): an entry is filled before nhooks counts it. */
 	struct hook hooks[MAX_HOOKS];
 	int nhooks;
 	struct mmp_tc_id id;
+	int up_ifindex[2]; /* IPv4's and IPv6's upstream interface beyond loopback, as last seen (§14) */
 };
 
 static int attach(struct hook *h, struct mmp_tc_id id, int prog_fd)
@@ -65,7 +67,7 @@ static int attach(struct hook *h, struct mmp_tc_id id, int prog_fd)
 	err = bpf_tc_attach(&hook, &opts);
 	if (err)
 		goto fail;
-	h->attached = true;
+	__atomic_store_n(&h->attached, true, __ATOMIC_RELEASE);
 	return 0;
 fail:
 	if_indextoname(h->ifindex, name);
@@ -118,15 +120,18 @@ static int add_hook(struct udp_fast *fp, int ifindex)
 		pr_err("UDP fast path: more than %d interfaces; name the load balancers' ones with --iface", MAX_HOOKS);
 		return -E2BIG;
 	}
-	h = &fp->hooks[fp->nhooks++];
+	h = &fp->hooks[fp->nhooks];
 	h->ifindex = ifindex;
 	h->mtu = if_mtu(ifindex);
+	__atomic_store_n(&fp->nhooks, fp->nhooks + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 static const struct hook *hook_of(const struct udp_fast *fp, int ifindex)
 {
-	for (int i = 0; i < fp->nhooks; i++)
+	int n = __atomic_load_n(&fp->nhooks, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++)
 		if (fp->hooks[i].ifindex == ifindex)
 			return &fp->hooks[i];
 	return NULL;
@@ -238,6 +243,8 @@ int udp_fast_open(const struct mmp_config *cfg, struct udp_maps *maps, struct ud
 		err = attach(&fp->hooks[i], fp->id, fp->prog);
 	if (err)
 		goto fail;
+	fp->up_ifindex[0] = mmp_steer_ifindex(AF_INET);
+	fp->up_ifindex[1] = mmp_steer_ifindex(AF_INET6);
 	*out = fp;
 	return 0;
 fail:
@@ -259,7 +266,7 @@ static const struct hook *attached_hook(const struct udp_fast *fp, int ifindex)
 {
 	const struct hook *h = hook_of(fp, ifindex);
 
-	return h && h->attached ? h : NULL;
+	return h && __atomic_load_n(&h->attached, __ATOMIC_ACQUIRE) ? h : NULL;
 }
 
 /* The upstream (-4 or -6) as an endpoint: 16-byte address, IPv4-mapped for IPv4. */
@@ -587,4 +594,56 @@ int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fas
 			st->last_ns = now_ns; /* never in the future: idle time is now - last */
 	}
 	return 0;
+}
+
+/*
+ * The entries of flows whose upstream's route moved from interface old to
+ * h's: the forward ones leave by h now (within its MTU), the reply ones are
+ * read there. Rewritten in place, so those flows stay in the kernel and keep
+ * their counts. Keys first, then the writes: a walk restarts at a changed
+ * key's neighbours, not at a written one, but a collected list is simplest
+ * to reason about.
+ */
+static void move_entries(struct udp_fast *fp, int old, const struct hook *h)
+{
+	struct mmp_udp_fkey fk, *fprev = NULL;
+	struct mmp_udp_rkey rk, *rprev = NULL;
+	struct mmp_udp_fval fv;
+	struct mmp_udp_rval rv;
+
+	while (!bpf_map_get_next_key(fp->fwd_fd, fprev, &fk)) {
+		fprev = &fk;
+		if (bpf_map_lookup_elem(fp->fwd_fd, &fk, &fv) || !fv.redirect_out || (int)fv.redirect_ifindex != old)
+			continue;
+		fv.redirect_ifindex = (uint32_t)h->ifindex;
+		fv.max_len = h->mtu;
+		bpf_map_update_elem(fp->fwd_fd, &fk, &fv, BPF_EXIST);
+	}
+	while (!bpf_map_get_next_key(fp->rev_fd, rprev, &rk)) {
+		rprev = &rk;
+		if (bpf_map_lookup_elem(fp->rev_fd, &rk, &rv) || (int)rv.in_ifindex != old)
+			continue;
+		rv.in_ifindex = (uint32_t)h->ifindex;
+		bpf_map_update_elem(fp->rev_fd, &rk, &rv, BPF_EXIST);
+	}
+}
+
+void udp_fast_follow(struct udp_fast *fp)
+{
+	static const int families[2] = { AF_INET, AF_INET6 };
+
+	for (int i = 0; fp && i < 2; i++) {
+		int idx = mmp_steer_ifindex(families[i]), old = fp->up_ifindex[i];
+		const struct hook *h;
+
+		if (idx <= 0 || idx == old)
+			continue;
+		fp->up_ifindex[i] = idx;
+		if (!hook_of(fp, idx) && fp->nhooks < MAX_HOOKS && !add_hook(fp, idx))
+			attach(&fp->hooks[fp->nhooks - 1], fp->id, fp->prog);
+		/* Without a hook there (more than MAX_HOOKS moves), new flows stay on the relay; old ones too. */
+		h = attached_hook(fp, idx);
+		if (old > 0 && h)
+			move_entries(fp, old, h);
+	}
 }

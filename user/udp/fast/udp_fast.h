@@ -25,6 +25,13 @@ struct udp_maps;
 int udp_fast_open(const struct mmp_config *cfg, struct udp_maps *maps, struct udp_fast **out);
 /* Detach (leaving the clsact qdisc for anyone else's filters). NULL is fine. */
 void udp_fast_close(struct udp_fast *fp);
+/*
+ * Once a second, on the thread that opened fp: when reply steering has
+ * followed an upstream's route to another interface (docs/DESIGN.md §14),
+ * hook the new one, and move the entries that send to or read from the
+ * old one over to it: those flows stay in the kernel. NULL is a no-op.
+ */
+void udp_fast_follow(struct udp_fast *fp);
 
 /*
  * Hand flow f to the kernel where it can take it: one address family
