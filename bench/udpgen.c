@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* udpgen: options, threads, the phase clock and CPU samples. See udpgen.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -35,6 +37,8 @@ static void usage(FILE *f)
 		"      --client-offset N    first client number [0]\n"
 		"      --rate PPS           stream: datagrams per second in all, 0 = flat out [0]\n"
 		"      --sink ADDR:PORT     stream: count arrivals here (the upstream address)\n"
+		"      --sink-netns PATH    stream: bind the sinks in this network namespace\n"
+		"                           (/run/netns/NAME: an upstream in another netns)\n"
 		"      --window W           rr: requests in flight per flow [1]\n"
 		"      --timeout S          rr: a request unanswered this long is lost [0.2]\n"
 		"      --watch-pid PID      report CPU seconds of PID (repeatable, summed)\n"
@@ -51,6 +55,7 @@ enum {
 	OPT_CLIENT_OFFSET,
 	OPT_RATE,
 	OPT_SINK,
+	OPT_SINK_NETNS,
 	OPT_WINDOW,
 	OPT_TIMEOUT,
 	OPT_WATCH,
@@ -67,6 +72,7 @@ static const struct option options[] = {
 	{ "client-offset", required_argument, NULL, OPT_CLIENT_OFFSET },
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "sink", required_argument, NULL, OPT_SINK },
+	{ "sink-netns", required_argument, NULL, OPT_SINK_NETNS },
 	{ "listen", required_argument, NULL, 'l' },
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -148,6 +154,9 @@ static int parse_args(int argc, char **argv, struct ug_config *cfg)
 			    addr_parse(optarg, &cfg->listen[cfg->nlisten]))
 				goto bad;
 			cfg->nlisten++;
+			break;
+		case OPT_SINK_NETNS:
+			cfg->sink_netns = optarg;
 			break;
 		case OPT_WINDOW:
 			if (cli_num(optarg, 1, 1 << 16, &v))
@@ -244,23 +253,67 @@ static void wait_until(const struct ug_config *cfg, const struct ug_thread *t, u
 	}
 }
 
-/* Binds the sink sockets before any sender starts. */
+/*
+ * enter_netns PATH: moves the calling thread into the namespace at PATH and
+ * returns an fd of the one it left (for leave_netns), or -errno. setns() is
+ * per thread, so senders already started keep theirs.
+ */
+static int enter_netns(const char *path)
+{
+	int old, fd, err;
+
+	old = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (old < 0)
+		return -errno;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		close(old);
+		return err;
+	}
+	close(fd);
+	return old;
+}
+
+/*
+ * Binds the sink sockets before any sender starts; with --sink-netns in that
+ * namespace (a socket keeps the namespace it was made in), as the upstream
+ * of a proxy whose upstream lives elsewhere (bench/bridged.sh's container).
+ */
 static int open_sinks(const struct ug_config *cfg, struct ug_thread *sink)
 {
+	int fd, home = -1, err = 0;
 	unsigned int i;
 	char name[64];
-	int fd;
 
+	if (cfg->sink_netns) {
+		home = enter_netns(cfg->sink_netns);
+		if (home < 0) {
+			fprintf(stderr, "udpgen: --sink-netns %s: %s (a path such as /run/netns/NAME; needs CAP_SYS_ADMIN)\n",
+				cfg->sink_netns, strerror(-home));
+			return home;
+		}
+	}
 	for (i = 0; i < cfg->nlisten; i++) {
 		fd = ug_bound_socket(&cfg->listen[i]);
 		if (fd < 0) {
 			fprintf(stderr, "udpgen: sink %s: %s\n",
 				addr_str(&cfg->listen[i], name, sizeof(name)), strerror(-fd));
-			return fd;
+			err = fd;
+			break;
 		}
 		sink->sink_fds[i] = fd;
 	}
-	return 0;
+	if (home >= 0) {
+		if (setns(home, CLONE_NEWNET) && !err) {
+			err = -errno;
+			fprintf(stderr, "udpgen: back from --sink-netns: %s\n", strerror(-err));
+		}
+		close(home);
+	}
+	return err;
 }
 
 int main(int argc, char **argv)

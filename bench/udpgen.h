@@ -53,6 +53,7 @@ struct ug_config {
 	struct sockaddr_storage target;
 	struct sockaddr_storage listen[UG_MAX_ADDRS]; /* echo: listen; stream: sinks */
 	unsigned int nlisten;
+	const char *sink_netns; /* stream: bind the sinks in this netns, or NULL */
 	int proxy; /* enum hdr_kind */
 	bool have_clients;
 	struct cidr clients;
