@@ -7,6 +7,8 @@
 # configuration in interleaved rounds (A B C A B C ...).
 #
 #   bench/bridged.sh                          pp50 and bulk1-down, 3 rounds
+#   bench/bridged.sh --scenarios udp-rr,udp-stream --engines tc,splice
+#                                             UDP: tc's fast path and the relay
 #   bench/bridged.sh --rounds 5 -T 5 --engines splice,sockmap,tc
 #   bench/bridged.sh --smoke --scenarios pp50 --engines splice --out DIR
 #                                             one short round (bench/tests.sh)
@@ -24,14 +26,22 @@
 #                   routed by the host over the bridge;
 #   mmproxy-bpf/E   after `mmproxy-bpf setup-routing` (its fwmark rule; the
 #                   replies are steered per tuple at the bridge's tc ingress);
-#                   tc keeps such flows on splice today (§14), so its number
-#                   shows what that costs;
+#                   tc keeps TCP flows on splice today (§14), so its number
+#                   shows what that costs; UDP (-p udp) flows of tc take the
+#                   kernel's fast path (§14), of splice the userspace relay;
+#                   a tc UDP run whose exit totals show no datagram moved in
+#                   the kernel each way is dropped;
 #   go-mmproxy      Debian's, with the manual recipe from its issues: ip rule
 #                   fwmark 1 lookup 100, ip route local 0.0.0.0/0 dev lo table
 #                   100, and an iptables mangle rule marking everything from
 #                   the container. That rule also swallows the container's
 #                   own outbound traffic, so it exists only while go-mmproxy
-#                   runs (it would break "none").
+#                   runs (it would break "none"). UDP: go-mmproxy -p udp,
+#                   the same recipe.
+# UDP scenarios turn tx checksum offload off on the client's veth, as a NIC's
+# datagrams carry whole checksums: a veth passes partial ones, which the fast
+# path leaves to userspace toward an upstream beyond loopback (§14). TCP
+# scenarios run with it on, as before.
 # Every rule lives in the bench's namespaces and is removed after its run
 # (go-mmproxy) or at the end (setup-routing's, by cleanup-routing); after
 # each run the script checks that no filter or rule was left behind.
@@ -69,7 +79,8 @@ usage: bench/bridged.sh [options]
   -T, --duration S      measured seconds per run [2]
   --warmup S            warm-up seconds per run [1]
   --engines LIST        mmproxy-bpf engines, comma-separated [splice,sockmap,tc]
-  --scenarios LIST      TCP scenarios of bench/run.sh [pp50,bulk1-down]
+  --scenarios LIST      scenarios of bench/run.sh, TCP and UDP (udp-rr,
+                        udp-stream) [pp50,bulk1-down]
   --configs LIST        subset of the configurations, e.g. none,go-mmproxy
   --loadgen-threads N   generator threads [1]
   --upstream-threads N  upstream server threads [2]
@@ -107,15 +118,20 @@ elif ((ROUNDS < 3)); then
 	die "--rounds must be at least 3 (medians of fewer mean little; --smoke for a quick check)"
 fi
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, IP_TRANSPARENT, BPF): sudo bench/bridged.sh"
-for t in loadgen upstream; do
+for t in loadgen upstream udpgen; do
 	[[ -x $TOOLS/$t ]] || die "$TOOLS/$t missing: run 'make bench-tools' first"
 done
 command -v python3 >/dev/null || die "python3 missing (scripts/deps.sh installs it)"
 IFS=, read -r -a WANT <<<"$SCENARIOS"
+WANT_UDP=0
 for s in "${WANT[@]}"; do
 	line=$(scenario_line "$s") || die "unknown scenario '$s' (have: $ALL_SCENARIOS)"
-	[[ $line == *"|loadgen|"* ]] || die "scenario '$s' is not a TCP loadgen one; use one of: $(printf '%s\n' "${SCENARIO_TABLE[@]}" | grep '|loadgen|' | cut -d'|' -f1 | paste -sd, -)"
+	[[ $line == *"|loadgen|"* || $line == *"|udpgen|"* ]] ||
+		die "scenario '$s' needs HAProxy and nginx (bench/run.sh); use one of: $(printf '%s\n' "${SCENARIO_TABLE[@]}" | grep -E '\|(loadgen|udpgen)\|' | cut -d'|' -f1 | paste -sd, -)"
+	[[ $line == *"|udpgen|"* ]] && WANT_UDP=1
 done
+((WANT_UDP)) && ! command -v ethtool >/dev/null &&
+	die "UDP scenarios need ethtool (the client's tx offload off; scripts/deps.sh installs it)"
 
 # ---- state and cleanup --------------------------------------------------
 
@@ -153,7 +169,7 @@ trap 'exit 130' INT TERM
 CTR_IP=172.17.0.2
 HOST_IP=198.51.100.1
 PORT_PROXY=8443
-declare -A UP_PORT=([echo]=9000 [sink]=9001 [source]=9002)
+declare -A UP_PORT=([echo]=9000 [sink]=9001 [source]=9002 [udpecho]=9100 [udpsink]=9101)
 
 setup_topology() {
 	local ns
@@ -193,11 +209,12 @@ setup_topology() {
 	in_ns "$NS" ip route add 203.0.113.0/24 via 198.51.100.2
 }
 
-# wait_listen NS PORT PID: until something listens, or PID died.
+# wait_listen NS PORT PID [PROTO]: until something listens, or PID died.
 wait_listen() {
-	local i
+	local i flag=-Hltn
+	[[ ${4:-tcp} == udp ]] && flag=-Hlun
 	for ((i = 0; i < 250; i++)); do
-		[[ -n $(in_ns "$1" ss -Hltn "sport = :$2" 2>/dev/null) ]] && return 0
+		[[ -n $(in_ns "$1" ss $flag "sport = :$2" 2>/dev/null) ]] && return 0
 		kill -0 "$3" 2>/dev/null || return 1
 		sleep 0.02
 	done
@@ -213,6 +230,22 @@ start_upstreams() {
 		PIDS+=($!)
 		wait_listen "$NSB" "${UP_PORT[$kind]}" $! || die "upstream $kind did not start: $(tail -n 2 "$TMP/upstream-$kind.log")"
 	done
+	((WANT_UDP)) || return 0
+	# udp-rr's echo; udp-stream's sink is udpgen's own, bound in the
+	# container with --sink-netns.
+	nsenter --net="/run/netns/$NSB" "$TOOLS/udpgen" echo --threads "$UP_THREADS" \
+		-l "$CTR_IP:${UP_PORT[udpecho]}" >"$TMP/udpecho.log" 2>&1 &
+	PIDS+=($!)
+	wait_listen "$NSB" "${UP_PORT[udpecho]}" $! udp || die "udp echo did not start: $(tail -n 2 "$TMP/udpecho.log")"
+}
+
+# client_tx_csum on|off: the client veth's tx checksum offload. Off for UDP:
+# a veth hands on partial checksums, which the fast path leaves to userspace
+# toward an upstream beyond loopback (docs/DESIGN.md §14); a NIC's datagrams
+# carry whole ones (as in tests/integration/upstream-lib.sh).
+client_tx_csum() {
+	in_ns "$NSC" ethtool -K "${TAG}c" tx "$1" >/dev/null 2>&1 ||
+		die "ethtool -K ${TAG}c tx $1 failed"
 }
 
 # go_rules add|del: go-mmproxy's manual recipe for a container upstream.
@@ -261,10 +294,10 @@ if [[ -n $ONLY_CONFIGS ]]; then
 	((${#CONFIGS[@]})) || die "--configs $ONLY_CONFIGS: none of them is available"
 fi
 
-# start_proxy CFG UPPORT: sets PROXY_PID (empty for none).
+# start_proxy CFG UPPORT PROTO: sets PROXY_PID (empty for none).
 PROXY_PID=
 start_proxy() {
-	local cfg=$1 up=$2
+	local cfg=$1 up=$2 proto=$3
 	local -a cmd
 	PROXY_PID=
 	: >"$TMP/proxy.log"
@@ -275,16 +308,19 @@ start_proxy() {
 		# -v 1 (run.sh: -v 0) for the "totals:" line at exit, which proves the
 		# connections were steered; nothing else is logged unless a connection fails.
 		cmd=("$BIN" run -l "$HOST_IP:$PORT_PROXY" -4 "$CTR_IP:$up" -6 "[::1]:$up"
-			--listeners 2 --engine "${cfg#*/}" --pin-dir "$PIN_DIR" --detach -v 1) ;;
+			--listeners 2 --engine "${cfg#*/}" --pin-dir "$PIN_DIR" --detach -v 1)
+		# The generator's PROXY headers come from any source here, as in run.sh.
+		[[ $proto == udp ]] && cmd+=(-p udp --udp-any-source) ;;
 	go-mmproxy)
 		go_rules add
-		cmd=("$GO_MMPROXY" -l "$HOST_IP:$PORT_PROXY" -4 "$CTR_IP:$up" -6 "[::1]:$up" -listeners 2 -v 0) ;;
+		cmd=("$GO_MMPROXY" -l "$HOST_IP:$PORT_PROXY" -4 "$CTR_IP:$up" -6 "[::1]:$up" -listeners 2 -v 0)
+		[[ $proto == udp ]] && cmd+=(-p udp) ;;
 	esac
 	(ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec nsenter --net="/run/netns/$NS" "${cmd[@]}") \
 		>>"$TMP/proxy.log" 2>&1 &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
-	wait_listen "$NS" "$PORT_PROXY" "$PROXY_PID"
+	wait_listen "$NS" "$PORT_PROXY" "$PROXY_PID" "$proto"
 }
 
 stop_proxy() {
@@ -319,6 +355,26 @@ steered_check() {
 	fi
 }
 
+# in_kernel_check WHAT UPKIND: the stopped tc instance's "udp totals:" line
+# shows datagrams moved by the fast path (docs/DESIGN.md §14): forwards, and
+# replies where the upstream answers (udp-rr's echo; the sink never does).
+# Prints the two counters and the relay's for the results.
+in_kernel_check() {
+	local totals fwd rep relay_fwd relay_sent
+	totals=$(grep -m1 -o 'udp totals: .*' "$TMP/proxy.log" || true)
+	fwd=$(grep -o ' fast_fwd_dgrams=[0-9]*' <<<"$totals" | cut -d= -f2 || true)
+	rep=$(grep -o ' fast_reply_dgrams=[0-9]*' <<<"$totals" | cut -d= -f2 || true)
+	relay_fwd=$(grep -o ' fwd_dgrams=[0-9]*' <<<"$totals" | cut -d= -f2 || true)
+	relay_sent=$(grep -o ' sent_dgrams=[0-9]*' <<<"$totals" | cut -d= -f2 || true)
+	((SMOKE)) && log "  $1: fast_fwd_dgrams ${fwd:-?} fast_reply_dgrams ${rep:-?} (relay: fwd ${relay_fwd:-?} sent ${relay_sent:-?})"
+	printf '{"fast_fwd_dgrams":%s,"fast_reply_dgrams":%s,"fwd_dgrams":%s,"sent_dgrams":%s}\n' \
+		"${fwd:-null}" "${rep:-null}" "${relay_fwd:-null}" "${relay_sent:-null}"
+	if [[ -z $fwd || $fwd == 0 ]] || [[ $2 == udpecho && (-z $rep || $rep == 0) ]]; then
+		log "  $1: the fast path moved no datagram (${totals:-no udp totals line}): the result is dropped"
+		return 1
+	fi
+}
+
 # ---- one run ------------------------------------------------------------
 
 CLIENT_OFFSET=0
@@ -326,12 +382,13 @@ json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.ar
 
 # run_one SCENARIO-LINE CFG ROUND
 run_one() {
-	local name args upkind hdr cfg=$2 round=$3 up target out=$TMP/out.txt json
-	IFS='|' read -r name _ args upkind hdr <<<"$1"
+	local name tool args upkind hdr cfg=$2 round=$3 up target out=$TMP/out.txt json proto=tcp kernel=
+	IFS='|' read -r name tool args upkind hdr <<<"$1"
+	[[ $tool == udpgen ]] && proto=udp
 	up=${UP_PORT[$upkind]}
 	local -a cmd
 	read -r -a cmd <<<"$args"
-	if ! start_proxy "$cfg" "$up"; then
+	if ! start_proxy "$cfg" "$up" "$proto"; then
 		log "  $name / $cfg round $round: proxy did not start; log:"
 		tail -n 5 "$TMP/proxy.log" >&2 || true
 		printf '{"scenario":"%s","config":"%s","round":%d,"ok":false,"error":"proxy did not start"}\n' \
@@ -341,9 +398,15 @@ run_one() {
 	fi
 	target=$HOST_IP:$PORT_PROXY
 	[[ $cfg == none ]] && target=$CTR_IP:$up hdr=none
-	cmd=("$TOOLS/loadgen" "${cmd[@]}" --threads "$LG_THREADS" -T "$DURATION" --warmup "$WARMUP"
-		--proxy "$hdr" --client-range 203.0.113.0/24 --client-offset "$CLIENT_OFFSET" -q
-		--source-range 198.51.100.128/25)
+	if [[ $tool == udpgen ]]; then
+		cmd=("$TOOLS/udpgen" "${cmd[@]}" --threads "$LG_THREADS" -T "$DURATION" --warmup "$WARMUP"
+			--proxy "$hdr" --client-range 203.0.113.0/24 --client-offset "$CLIENT_OFFSET" -q)
+		[[ $upkind == udpsink ]] && cmd+=(--sink "$CTR_IP:$up" --sink-netns "/run/netns/$NSB")
+	else
+		cmd=("$TOOLS/loadgen" "${cmd[@]}" --threads "$LG_THREADS" -T "$DURATION" --warmup "$WARMUP"
+			--proxy "$hdr" --client-range 203.0.113.0/24 --client-offset "$CLIENT_OFFSET" -q
+			--source-range 198.51.100.128/25)
+	fi
 	[[ -n $PROXY_PID ]] && cmd+=(--watch-pid "$PROXY_PID")
 	cmd+=("$target")
 	if ! in_ns "$NSC" "${cmd[@]}" >"$out" 2>&1; then
@@ -357,15 +420,27 @@ run_one() {
 			"$name" "$cfg" "$round" >>"$RAW"
 		return 0
 	fi
-	if [[ $cfg == mmproxy-bpf/* ]] && ! steered_check "$name / $cfg round $round"; then
+	if [[ $proto == tcp && $cfg == mmproxy-bpf/* ]] && ! steered_check "$name / $cfg round $round"; then
 		printf '{"scenario":"%s","config":"%s","round":%d,"ok":false,"error":"not steered"}\n' \
 			"$name" "$cfg" "$round" >>"$RAW"
 		return 0
 	fi
-	printf '{"scenario":"%s","config":"%s","round":%d,"ok":true,"result":%s}\n' \
-		"$name" "$cfg" "$round" "$json" >>"$RAW"
-	# A fresh client address per run: the last run's tuples may sit in TIME_WAIT.
-	CLIENT_OFFSET=$(json_field "$json" client_next)
+	if [[ $proto == udp && $cfg == mmproxy-bpf/tc ]]; then
+		if ! kernel=$(in_kernel_check "$name / $cfg round $round" "$upkind"); then
+			printf '{"scenario":"%s","config":"%s","round":%d,"ok":false,"error":"not in the kernel","kernel":%s}\n' \
+				"$name" "$cfg" "$round" "$kernel" >>"$RAW"
+			return 0
+		fi
+	fi
+	printf '{"scenario":"%s","config":"%s","round":%d,"ok":true,"result":%s%s}\n' \
+		"$name" "$cfg" "$round" "$json" "${kernel:+,\"kernel\":$kernel}" >>"$RAW"
+	# Fresh client addresses per run: the last run's tuples may sit in
+	# TIME_WAIT (TCP) or in a proxy's flow table (UDP).
+	if [[ $tool == udpgen ]]; then
+		CLIENT_OFFSET=$((CLIENT_OFFSET + $(json_field "$json" flows)))
+	else
+		CLIENT_OFFSET=$(json_field "$json" client_next)
+	fi
 	python3 "$BENCH_DIR/report.py" --line "$RAW"
 }
 
@@ -392,6 +467,9 @@ log "bridged.sh: configurations: ${CONFIGS[*]}"
 for want in "${WANT[@]}"; do
 	line=$(scenario_line "$want")
 	log "== $want"
+	if ((WANT_UDP)); then
+		if [[ $line == *"|udpgen|"* ]]; then client_tx_csum off; else client_tx_csum on; fi
+	fi
 	for ((round = 1; round <= ROUNDS; round++)); do
 		for cfg in "${CONFIGS[@]}"; do
 			run_one "$line" "$cfg" "$round"
