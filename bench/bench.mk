@@ -13,11 +13,13 @@
 #   make bench-bridged the upstream in a "container" on a Linux bridge: pp50 and
 #                      bulk1-down through no proxy, mmproxy-bpf (3 engines) and
 #                      go-mmproxy with its iptables recipe (bench/bridged.sh, ~2 min;
-#                      BENCH_BRIDGED_ARGS="--rounds 5 -T 3" for more)
+#                      BENCH_BRIDGED_ARGS="--rounds 5 -T 3" for more, and
+#                      "--scenarios udp-rr,udp-stream --engines tc,splice" for UDP)
 #   make bench-tests   correctness only (no speed asserted): histogram unit
 #                      test, loadgen through upstream echo directly and
 #                      through mmproxy-bpf (splice), one short round of
-#                      bench/bridged.sh; prints "N passed, M failed"
+#                      bench/bridged.sh (pp50, and udp-rr through tc);
+#                      prints "N passed, M failed"
 
 BENCH_OUT    := $(BUILD)/bench
 BENCH_CFLAGS := $(CFLAGS) -Ibench -pthread
