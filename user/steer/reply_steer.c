@@ -389,5 +389,11 @@ void mmp_steer_tick(void)
 	if (!st.skel)
 		return;
 	expire(now_ns(), false);
-	follow_routes();
+	/*
+	 * A predecessor draining for a successor (§15) leaves the filter to
+	 * it: attached on a new interface, ours would replace the successor's
+	 * there, and be detached with us at exit.
+	 */
+	if (!mmp_handing_over())
+		follow_routes();
 }

@@ -14,7 +14,9 @@
  * The program id of the filter at id on ifindex's ingress: 0 when there is
  * none, or -errno. libbpf is silenced meanwhile: "Cannot find specified
  * filter chain", its warning for an empty slot, is the expected answer here
- * (called single-threaded: at start, and at exit after the workers stopped).
+ * (called at start, at exit after the workers stopped, and by the main
+ * thread's tick when a route moves: the workers print nothing through
+ * libbpf, so the swap of its print hook races with nobody).
  */
 static long filter_prog_id(int ifindex, struct mmp_tc_id id)
 {
