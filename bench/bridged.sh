@@ -150,7 +150,6 @@ ROUTING_SET=0
 GO_RULES=0
 LEFTOVERS=0
 
-in_ns() { nsenter --net="/run/netns/$1" "${@:2}"; }
 
 cleanup() {
 	local pid
@@ -209,18 +208,6 @@ setup_topology() {
 	in_ns "$NS" ip route add 203.0.113.0/24 via 198.51.100.2
 }
 
-# wait_listen NS PORT PID [PROTO]: until something listens, or PID died.
-wait_listen() {
-	local i flag=-Hltn
-	[[ ${4:-tcp} == udp ]] && flag=-Hlun
-	for ((i = 0; i < 250; i++)); do
-		[[ -n $(in_ns "$1" ss $flag "sport = :$2" 2>/dev/null) ]] && return 0
-		kill -0 "$3" 2>/dev/null || return 1
-		sleep 0.02
-	done
-	return 1
-}
-
 start_upstreams() {
 	local kind
 	# nsenter execs the server, so $! is its own PID.
@@ -228,7 +215,7 @@ start_upstreams() {
 		nsenter --net="/run/netns/$NSB" "$TOOLS/upstream" -m "$kind" --threads "$UP_THREADS" \
 			-l "$CTR_IP:${UP_PORT[$kind]}" >"$TMP/upstream-$kind.log" 2>&1 &
 		PIDS+=($!)
-		wait_listen "$NSB" "${UP_PORT[$kind]}" $! || die "upstream $kind did not start: $(tail -n 2 "$TMP/upstream-$kind.log")"
+		wait_listen "$NSB" tcp "${UP_PORT[$kind]}" $! || die "upstream $kind did not start: $(tail -n 2 "$TMP/upstream-$kind.log")"
 	done
 	((WANT_UDP)) || return 0
 	# udp-rr's echo; udp-stream's sink is udpgen's own, bound in the
@@ -236,7 +223,7 @@ start_upstreams() {
 	nsenter --net="/run/netns/$NSB" "$TOOLS/udpgen" echo --threads "$UP_THREADS" \
 		-l "$CTR_IP:${UP_PORT[udpecho]}" >"$TMP/udpecho.log" 2>&1 &
 	PIDS+=($!)
-	wait_listen "$NSB" "${UP_PORT[udpecho]}" $! udp || die "udp echo did not start: $(tail -n 2 "$TMP/udpecho.log")"
+	wait_listen "$NSB" udp "${UP_PORT[udpecho]}" $! || die "udp echo did not start: $(tail -n 2 "$TMP/udpecho.log")"
 }
 
 # client_tx_csum on|off: the client veth's tx checksum offload. Off for UDP:
@@ -320,7 +307,7 @@ start_proxy() {
 		>>"$TMP/proxy.log" 2>&1 &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
-	wait_listen "$NS" "$PORT_PROXY" "$PROXY_PID" "$proto"
+	wait_listen "$NS" "$proto" "$PORT_PROXY" "$PROXY_PID"
 }
 
 stop_proxy() {

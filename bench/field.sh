@@ -91,15 +91,6 @@ cleanup() {
 trap cleanup EXIT
 KEEP_TMP=${KEEP_TMP:-0}
 trap 'exit 130' INT TERM
-in_ns() { nsenter --net="/run/netns/$1" "${@:2}"; }
-wait_listen() { # NS PORT PID
-	for _ in $(seq 250); do
-		[[ -n $(in_ns "$1" ss -Hltn "sport = :$2") ]] && return 0
-		kill -0 "$3" 2>/dev/null || return 1
-		sleep 0.02
-	done
-	return 1
-}
 
 # ---- topology: proxy namespace (loopback, transparent routing) and a client
 # namespace for wrk joined by veth (HAProxy's clients must not be local: the
@@ -127,16 +118,16 @@ in_ns "$NSC" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_t
 P_ECHO=9000 P_NGINX=9080 P_SOCKPERF=9100 P_PROXY=8443 P_HAPROXY=8080
 nsenter --net="/run/netns/$NS" "$UPSTREAM" -m echo --threads 2 -l 127.0.0.1:$P_ECHO >"$TMP/echo.log" 2>&1 &
 PIDS+=($!)
-wait_listen "$NS" $P_ECHO $! || die "echo upstream did not start"
+wait_listen "$NS" tcp $P_ECHO $! || die "echo upstream did not start"
 nginx_conf "$TMP" $P_NGINX
 (ulimit -n "$(ulimit -Hn)"; exec nsenter --net="/run/netns/$NS" nginx -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/nginx-error.log") \
 	>"$TMP/nginx.log" 2>&1 &
 PIDS+=($!)
-wait_listen "$NS" $P_NGINX $! || die "nginx did not start"
+wait_listen "$NS" tcp $P_NGINX $! || die "nginx did not start"
 if [[ ,$LOADS, == *,latency,* ]]; then
 	nsenter --net="/run/netns/$NS" sockperf server --tcp -i 127.0.0.1 -p $P_SOCKPERF >"$TMP/sockperf-server.log" 2>&1 &
 	PIDS+=($!)
-	wait_listen "$NS" $P_SOCKPERF $! || die "sockperf server did not start"
+	wait_listen "$NS" tcp $P_SOCKPERF $! || die "sockperf server did not start"
 fi
 
 # ---- configurations
@@ -179,7 +170,7 @@ backend be
 	$server
 EOF
 	start_bg "$TMP/haproxy.log" haproxy -db -f "$TMP/haproxy.cfg"
-	wait_listen "$NS" $P_HAPROXY "${PROXY_PIDS[-1]}"
+	wait_listen "$NS" tcp $P_HAPROXY "${PROXY_PIDS[-1]}"
 }
 
 APID=
@@ -205,7 +196,7 @@ run_one() {
 	if [[ $cfg != none ]]; then
 		read -r -a cmd <<<"$(proxy_cmd "$cfg" $up $verbose)"
 		start_bg "$TMP/proxy.log" "${cmd[@]}"
-		wait_listen "$NS" $P_PROXY "${PROXY_PIDS[-1]}" || { log "  $cfg did not start"; stop_proxies; return 0; }
+		wait_listen "$NS" tcp $P_PROXY "${PROXY_PIDS[-1]}" || { log "  $cfg did not start"; stop_proxies; return 0; }
 	fi
 	case $load in
 	streams*)

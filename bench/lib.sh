@@ -1,6 +1,23 @@
 # shellcheck shell=bash
-# bench/lib.sh: process and namespace clean-up shared by the benchmark
-# scripts (run.sh, scale.sh, field.sh). Source it after BENCH_DIR is set.
+# bench/lib.sh: process and namespace helpers shared by the benchmark
+# scripts (run.sh, scale.sh, field.sh, bridged.sh). Source it after BENCH_DIR is set.
+
+# in_ns NS CMD...: run CMD in network namespace NS (nsenter execs it, so a
+# backgrounded call's $! is CMD's own PID).
+in_ns() { nsenter --net="/run/netns/$1" "${@:2}"; }
+
+# wait_listen NS PROTO PORT PID [SECONDS]: until something listens on PORT
+# (tcp or udp) in NS, up to SECONDS (5); 1 at once when PID died meanwhile.
+wait_listen() {
+	local ns=$1 proto=$2 port=$3 pid=$4 i flag=-Hltn
+	[[ $proto == udp ]] && flag=-Hlun
+	for ((i = 0; i < ${5:-5} * 50; i++)); do
+		[[ -n $(in_ns "$ns" ss $flag "sport = :$port" 2>/dev/null) ]] && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.02
+	done
+	return 1
+}
 
 # stop_pid PID [TENTHS]: SIGTERM, then SIGKILL after TENTHS tenths of a
 # second (default 50) if it still runs; reaped either way. A PID that is

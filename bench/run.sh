@@ -150,7 +150,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-in_ns() { nsenter --net="/run/netns/$1" "${@:2}"; }
 
 # ---- topology -----------------------------------------------------------
 
@@ -194,18 +193,6 @@ setup_ns() {
 PORT_PROXY=8443
 PORT_HAPROXY=8080
 declare -A UP_PORT=([echo]=9000 [sink]=9001 [source]=9002 [nginx]=9080 [udpecho]=9100 [udpsink]=9101)
-
-# wait_listen NS PROTO PORT PID: until something listens, or PID died.
-wait_listen() {
-	local ns=$1 proto=$2 port=$3 pid=$4 i flag=-Hltn
-	[[ $proto == udp ]] && flag=-Hlun
-	for ((i = 0; i < 250; i++)); do
-		[[ -n $(in_ns "$ns" ss $flag "sport = :$port" 2>/dev/null) ]] && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.02
-	done
-	return 1
-}
 
 start_upstreams() {
 	local kind

@@ -140,7 +140,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 in_lb() { nsenter --net="/run/netns/$LB_NS" "$@"; }
 
 # bg_ns LOG CMD...: CMD in the proxy's namespace (bg_lb: the generators')
@@ -160,16 +159,6 @@ forget_pid() {
 	PIDS=("${keep[@]}")
 }
 
-wait_listen() { # PORT PID
-	local i
-	for ((i = 0; i < 500; i++)); do
-		[[ -n $(in_ns ss -Hltn "sport = :$1" 2>/dev/null) ]] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.02
-	done
-	return 1
-}
-
 # ---- topology and upstreams ---------------------------------------------
 
 PORT_PROXY=8443
@@ -177,13 +166,13 @@ PORT_UP=9000
 
 ip netns add "$NS"
 NS_MADE=1
-in_ns ip link set lo up
+in_ns "$NS" ip link set lo up
 # Transparent proxying (docs/DESIGN.md §3a item 8), as bench/run.sh.
-in_ns ip rule add from 127.0.0.1/8 iif lo table 123
-in_ns ip route add local 0.0.0.0/0 dev lo table 123
-in_ns sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1
-in_ns sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
-in_ns sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535
+in_ns "$NS" ip rule add from 127.0.0.1/8 iif lo table 123
+in_ns "$NS" ip route add local 0.0.0.0/0 dev lo table 123
+in_ns "$NS" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1
+in_ns "$NS" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
+in_ns "$NS" sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
 if ((ONE_NS)); then
@@ -199,9 +188,9 @@ else
 	ip netns add "$NSC"
 	in_lb ip link set lo up
 	ip link add "mmps$$c" netns "$NSC" type veth peer name "mmps$$p" netns "$NS"
-	in_ns ip addr add 198.51.100.1/24 dev "mmps$$p"
+	in_ns "$NS" ip addr add 198.51.100.1/24 dev "mmps$$p"
 	in_lb ip addr add 198.51.100.2/24 dev "mmps$$c"
-	in_ns ip link set "mmps$$p" up
+	in_ns "$NS" ip link set "mmps$$p" up
 	in_lb ip link set "mmps$$c" up
 	# 126 client addresses (.129-.254), shared by every generator: 8 million
 	# tuples toward the proxy's ip:port.
@@ -214,7 +203,7 @@ fi
 
 for ((i = 0; i < UPSTREAMS; i++)); do
 	bg_ns "$TMP/upstream-$i.log" "$TOOLS/upstream" -m echo --threads 1 -l "127.0.0.1:$PORT_UP"
-	wait_listen "$PORT_UP" "$BG_PID" || die "upstream $i did not start: $(tail -n 3 "$TMP/upstream-$i.log")"
+	wait_listen "$NS" tcp "$PORT_UP" "$BG_PID" 10 || die "upstream $i did not start: $(tail -n 3 "$TMP/upstream-$i.log")"
 done
 
 # ---- samples ------------------------------------------------------------
@@ -296,7 +285,7 @@ start_none() {
 	HDR_CONNRATE=none HDR_HOLD=none
 	for ((i = 0; i < UPSTREAMS; i++)); do
 		bg_ns "$TMP/none-$i.log" "$TOOLS/upstream" -m echo --threads 1 -l "$PROXY_ADDR:$PORT_PROXY"
-		wait_listen "$PORT_PROXY" "$BG_PID" || return 1
+		wait_listen "$NS" tcp "$PORT_PROXY" "$BG_PID" 10 || return 1
 		NONE_PIDS+=("$BG_PID")
 	done
 	PROXY_PID=${NONE_PIDS[0]}
@@ -328,7 +317,7 @@ start_proxy() {
 	esac
 	bg_ns "$TMP/proxy-${cfg//\//-}.log" "${cmd[@]}"
 	PROXY_PID=$BG_PID
-	wait_listen "$PORT_PROXY" "$PROXY_PID"
+	wait_listen "$NS" tcp "$PORT_PROXY" "$PROXY_PID" 10
 }
 
 # Why CFG cannot hold CONNS here, or nothing.
