@@ -464,10 +464,12 @@ mmp_fds_back() {
 
 # ------------------------------------------------- load balancers (senders) --
 
-# hap_start: HAProxy in the proxy ns, frontends on 198.51.100.1 and
-# [2001:db8:1::1]: HAP_V1_PORT with send-proxy, HAP_V2_PORT with send-proxy-v2,
-# both to mmproxy on 127.0.0.1:PROXY_PORT. -db keeps it in the foreground.
+# hap_start [NS FRONT4 FRONT6 TO]: HAProxy in NS (the proxy ns), frontends on
+# FRONT4 and [FRONT6] (198.51.100.1 and [2001:db8:1::1]): HAP_V1_PORT with
+# send-proxy, HAP_V2_PORT with send-proxy-v2, both to mmproxy on
+# TO:PROXY_PORT (127.0.0.1). -db keeps it in the foreground.
 hap_start() {
+	local ns=${1:-$TOPO_PROXY} front4=${2:-$TOPO_PROXY_IP4} front6=${3:-$TOPO_PROXY_IP6} to=${4:-127.0.0.1}
 	local cfg="$T_TMP/haproxy.cfg"
 	cat >"$cfg" <<-EOF
 		global
@@ -478,22 +480,22 @@ hap_start() {
 		    timeout client 120s
 		    timeout server 120s
 		frontend fe_v1
-		    bind $TOPO_PROXY_IP4:$HAP_V1_PORT
-		    bind [$TOPO_PROXY_IP6]:$HAP_V1_PORT
+		    bind $front4:$HAP_V1_PORT
+		    bind [$front6]:$HAP_V1_PORT
 		    default_backend be_v1
 		frontend fe_v2
-		    bind $TOPO_PROXY_IP4:$HAP_V2_PORT
-		    bind [$TOPO_PROXY_IP6]:$HAP_V2_PORT
+		    bind $front4:$HAP_V2_PORT
+		    bind [$front6]:$HAP_V2_PORT
 		    default_backend be_v2
 		backend be_v1
-		    server mmp 127.0.0.1:$PROXY_PORT send-proxy
+		    server mmp $to:$PROXY_PORT send-proxy
 		backend be_v2
-		    server mmp 127.0.0.1:$PROXY_PORT send-proxy-v2
+		    server mmp $to:$PROXY_PORT send-proxy-v2
 	EOF
 	HAP_LOG="$T_TMP/haproxy.log"
-	proc_start HAP_PID "$HAP_LOG" "$TOPO_PROXY" haproxy -db -f "$cfg"
-	wait_port "$TOPO_PROXY" "$HAP_V1_PORT" 10 "$HAP_PID" &&
-		wait_port "$TOPO_PROXY" "$HAP_V2_PORT" 10 "$HAP_PID"
+	proc_start HAP_PID "$HAP_LOG" "$ns" haproxy -db -f "$cfg"
+	wait_port "$ns" "$HAP_V1_PORT" 10 "$HAP_PID" &&
+		wait_port "$ns" "$HAP_V2_PORT" 10 "$HAP_PID"
 }
 
 # nginx_start: nginx stream proxy with `proxy_protocol on;` (sends v1) on

@@ -52,7 +52,6 @@ DK_SOCK=unix://$DK_DIR/docker.sock
 DK_CGROUP=mmpt-$$
 DK_IMAGE=mmpt-nginx-$$
 DK_NAME=mmpt-web-$$
-HAP_PORT_V1=8000 HAP_PORT_V2=8001
 dk() { "$DOCKER" -H "$DK_SOCK" "$@"; }
 
 # dk_host_cleanup: what dockerd and containerd leave outside their directories: /run/docker/plugins and
@@ -189,48 +188,23 @@ if ! dk_container; then
 fi
 
 case_begin "check before setup-routing: FAIL naming setup-routing"
-out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$DK_IP4:80" -6 "[$DK_IP6]:80" 2>&1) &&
-	case_fail "check passed without the fwmark rule"
-grep -q "^FAIL IPv4 upstream $DK_IP4:80 via docker0: no .ip rule fwmark" <<<"$out" || case_fail "no FAIL line for IPv4 via docker0: $(tr '\n' ' ' <<<"$out")"
-grep -q "fix: mmproxy-bpf setup-routing" <<<"$out" || case_fail "no setup-routing fix"
+ub_check_needs_setup "$DK_IP4" "$DK_IP6" 80 docker0
 case_end
 
 case_begin "setup-routing, then check: a spoofed connection to nginx in the container completes, both families"
 ns_exec "$TOPO_PROXY" "$MMP_BIN" setup-routing >"$T_TMP/setup.out" 2>&1 || case_fail "setup-routing failed: $(tail -2 "$T_TMP/setup.out")"
 cleanup_push "ns_exec '$TOPO_PROXY' '$MMP_BIN' cleanup-routing >/dev/null 2>&1"
-out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$DK_IP4:80" -6 "[$DK_IP6]:80" 2>&1)
-grep -q "^ok   IPv4 upstream $DK_IP4:80 via docker0: a spoofed connection" <<<"$out" || case_fail "IPv4: $(grep -A3 IPv4 <<<"$out" | tr '\n' ' ')"
-grep -q "^ok   IPv6 upstream \[$DK_IP6\]:80 via docker0: a spoofed connection" <<<"$out" || case_fail "IPv6: $(grep -A3 IPv6 <<<"$out" | tr '\n' ' ')"
+ub_check_passes "$DK_IP4" "$DK_IP6" 80 docker0
 case_end
 
 # The users: addresses of the clients' networks on the client ns's lo; HAProxy there, as the load balancer.
 users_and_haproxy() {
-	local n cfg=$T_TMP/haproxy.cfg
+	local n
 	for n in 10 11 12 13; do
 		ip -n "$TOPO_CLIENT" addr add "192.0.2.$n/32" dev lo || return 1
 		ip -n "$TOPO_CLIENT" addr add "2001:db8:77::$n/128" dev lo nodad || return 1
 	done
-	cat >"$cfg" <<-EOF
-		defaults
-		    mode tcp
-		    timeout connect 5s
-		    timeout client 30s
-		    timeout server 30s
-		frontend fe_v1
-		    bind $TOPO_CLIENT_IP4:$HAP_PORT_V1
-		    bind [$TOPO_CLIENT_IP6]:$HAP_PORT_V1
-		    default_backend be_v1
-		frontend fe_v2
-		    bind $TOPO_CLIENT_IP4:$HAP_PORT_V2
-		    bind [$TOPO_CLIENT_IP6]:$HAP_PORT_V2
-		    default_backend be_v2
-		backend be_v1
-		    server mmp $TOPO_PROXY_IP4:$PROXY_PORT send-proxy
-		backend be_v2
-		    server mmp $TOPO_PROXY_IP4:$PROXY_PORT send-proxy-v2
-	EOF
-	proc_start HAP_PID "$T_TMP/haproxy.log" "$TOPO_CLIENT" haproxy -db -f "$cfg"
-	wait_port "$TOPO_CLIENT" "$HAP_PORT_V1" 10 "$HAP_PID" && wait_port "$TOPO_CLIENT" "$HAP_PORT_V2" 10 "$HAP_PID"
+	hap_start "$TOPO_CLIENT" "$TOPO_CLIENT_IP4" "$TOPO_CLIENT_IP6" "$TOPO_PROXY_IP4"
 }
 t_require users_and_haproxy
 printf '%s\n' "$TOPO_CLIENT_IP4/32" >"$T_TMP/allow.txt"
@@ -253,7 +227,7 @@ case_begin "8 HTTP requests through HAProxy: nginx in the container logs each us
 want=()
 for req in 10:4:1 11:4:2 12:4:1 13:4:2 10:6:1 11:6:2 12:6:1 13:6:2; do
 	IFS=: read -r n fam ver <<<"$req"
-	port=$([[ $ver == 1 ]] && echo $HAP_PORT_V1 || echo $HAP_PORT_V2)
+	port=$([[ $ver == 1 ]] && echo $HAP_V1_PORT || echo $HAP_V2_PORT)
 	if [[ $fam == 4 ]]; then
 		user=192.0.2.$n lb=$TOPO_CLIENT_IP4:$port
 	else

@@ -156,6 +156,24 @@ ub_udp_counter() {
 	bpftool -j map lookup pinned "$MMP_PINDIR/mmp_udp_cnt" key 0 0 0 0 2>/dev/null | jq ".formatted.value.$1 // empty"
 }
 
+# ub_check_needs_setup IP4 IP6 PORT IF: `check` before setup-routing fails on the missing fwmark rule (the
+# route via IF) and names setup-routing as the fix. Case failures only.
+ub_check_needs_setup() {
+	local out
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$1:$3" -6 "[$2]:$3" 2>&1) &&
+		case_fail "check passed without the fwmark rule"
+	grep -q "^FAIL IPv4 upstream $1:$3 via $4: no .ip rule fwmark" <<<"$out" || case_fail "no FAIL line for IPv4 via $4: $(tr '\n' ' ' <<<"$out")"
+	grep -q "fix: mmproxy-bpf setup-routing" <<<"$out" || case_fail "no setup-routing fix"
+}
+
+# ub_check_passes IP4 IP6 PORT IF: `check` proves a spoofed connection to the real upstream via IF, both families.
+ub_check_passes() {
+	local out
+	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$1:$3" -6 "[$2]:$3" 2>&1)
+	grep -q "^ok   IPv4 upstream $1:$3 via $4: a spoofed connection" <<<"$out" || case_fail "IPv4: $(grep -A3 IPv4 <<<"$out" | tr '\n' ' ')"
+	grep -q "^ok   IPv6 upstream \[$2\]:$3 via $4: a spoofed connection" <<<"$out" || case_fail "IPv6: $(grep -A3 IPv6 <<<"$out" | tr '\n' ' ')"
+}
+
 # ub_wait_dad: link-local addresses of new links are tentative for a second or two (DAD): IPv6
 # neighbour discovery with them stalls the first SYN past check's timeout.
 ub_wait_dad() {
@@ -170,10 +188,7 @@ ub_wait_dad() {
 ub_suite() {
 	local n own_pid own_log own4 own6 marked out fwd rev
 	case_begin "check before setup-routing: FAIL naming the fwmark rule and setup-routing"
-	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT" 2>&1) &&
-		case_fail "check passed without the fwmark rule"
-	grep -q "^FAIL IPv4 upstream $UB_BACK_IP4:$UP_PORT via $UB_UP_IF: no .ip rule fwmark" <<<"$out" || case_fail "no FAIL line for IPv4: $(tr '\n' ' ' <<<"$out")"
-	grep -q "fix: mmproxy-bpf setup-routing" <<<"$out" || case_fail "no setup-routing fix"
+	ub_check_needs_setup "$UB_BACK_IP4" "$UB_BACK_IP6" "$UP_PORT" "$UB_UP_IF"
 	case_end
 
 	case_begin "check -4 to an unreachable address: FAIL, no route, names -4"
@@ -207,9 +222,7 @@ ub_suite() {
 
 	ub_wait_dad
 	case_begin "check: a spoofed connection to the real upstream completes, both families"
-	out=$(ns_exec "$TOPO_PROXY" "$MMP_BIN" check -4 "$UB_BACK_IP4:$UP_PORT" -6 "[$UB_BACK_IP6]:$UP_PORT" 2>&1)
-	grep -q "^ok   IPv4 upstream $UB_BACK_IP4:$UP_PORT via $UB_UP_IF: a spoofed connection" <<<"$out" || case_fail "IPv4: $(grep -A3 IPv4 <<<"$out" | tr '\n' ' ')"
-	grep -q "^ok   IPv6 upstream \[$UB_BACK_IP6\]:$UP_PORT via $UB_UP_IF: a spoofed connection" <<<"$out" || case_fail "IPv6: $(grep -A3 IPv6 <<<"$out" | tr '\n' ' ')"
+	ub_check_passes "$UB_BACK_IP4" "$UB_BACK_IP6" "$UP_PORT" "$UB_UP_IF"
 	tc -n "$TOPO_PROXY" filter show dev "$UB_UP_IF" ingress 2>/dev/null | grep -q mmp_steer_in && case_fail "check left its filter on $UB_UP_IF"
 	case_end
 	printf '%s\n' "$TOPO_CLIENT_IP4/32" "$TOPO_CLIENT_IP6/128" >"$T_TMP/allow.txt"
