@@ -600,9 +600,8 @@ int udp_fast_stats(struct udp_fast *fp, const struct udp_flow *f, struct udp_fas
  * The entries of flows whose upstream's route moved from interface old to
  * h's: the forward ones leave by h now (within its MTU), the reply ones are
  * read there. Rewritten in place, so those flows stay in the kernel and keep
- * their counts. Keys first, then the writes: a walk restarts at a changed
- * key's neighbours, not at a written one, but a collected list is simplest
- * to reason about.
+ * their counts. Written during the walk: an update keeps the key, and a
+ * hash bucket walked again after one only meets entries already moved.
  */
 static void move_entries(struct udp_fast *fp, int old, const struct hook *h)
 {
