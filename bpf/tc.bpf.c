@@ -25,6 +25,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include "common.h"
+#include "mmp_steer.h"
 #include "mmp_tc.h"
 #include "skb_kern.h"
 
@@ -676,6 +677,13 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 	count(MMP_TC_CNT_TRANSLATED);
 	if (dir == 0 && mmp_tc_upstream_mark)
 		skb->mark = mmp_tc_upstream_mark;
+	/*
+	 * An upstream beyond loopback: reply steering, ahead of this filter,
+	 * marked the segment for local delivery to a socket that is gone. It
+	 * goes to the load balancer now: no fwmark rule may route it.
+	 */
+	if (dir == 1 && (skb->mark & MMP_STEER_RULE_MASK) == MMP_STEER_RULE_MARK)
+		skb->mark = 0;
 	return deliver(skb, d);
 }
 

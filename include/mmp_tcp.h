@@ -41,7 +41,7 @@
 	X(steered, "steered",                                                                                   \
 	  "upstream connections beyond loopback whose replies are steered to the proxy by tuple")                  \
 	X(tc_beyond_loopback, "tc_beyond_loopback",                                                             \
-	  "flows the tc engine left on splice: their upstream is beyond loopback (no cross-interface splice yet)")
+	  "flows the tc engine spliced between two interfaces: their upstream is beyond loopback")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(id, name, help) __u64 id;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "mmp_steer.h"
 #include "mmp_tc.h"
 #include "lib/percpu.h"
 #include "tc.skel.h"
@@ -412,6 +413,9 @@ struct step {
 	struct seg in;
 	struct seg out; /* EXP_SEG: seq, ack, win, tsval, tsecr, sack[] */
 	bool mac_zeroed; /* EXP_SEG: Ethernet addresses zeroed (redirect into lo) */
+	uint32_t mark_in; /* skb->mark the segment arrives with */
+	bool check_mark;
+	uint32_t mark_out; /* check_mark: skb->mark the program leaves */
 };
 
 struct dir_cfg {
@@ -1225,6 +1229,27 @@ static const struct rw_case cases[] = {
 	},
 
 	{
+		/* docs/DESIGN.md §14: reply steering marked it for local delivery, but it goes to the load balancer. */
+		.name = "upstream beyond loopback: a steered reply loses the steering mark, other marks stay",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = { .seq_delta = 0x10, .ack_delta = 0x20, .wsin = 7, .wsout = 7, .redirect_ifindex = 1,
+			  .redirect_ingress = 0 },
+		.steps = {
+			{ EXP_SEG, .ret = TC_ACT_REDIRECT, .mark_in = MMP_STEER_MARK, .check_mark = true, .mark_out = 0,
+			  .in = { .tup = T_DOWN, .seq = 1, .ack = 2, .flags = ACK | PSH, .win = 100, .payload = 64 },
+			  .out = { .seq = 0x11, .ack = 0x22, .win = 100 } },
+			{ EXP_SEG, .ret = TC_ACT_REDIRECT, .mark_in = 123, .check_mark = true, .mark_out = 123,
+			  .in = { .tup = T_DOWN, .seq = 65, .ack = 2, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x51, .ack = 0x22, .win = 100 } },
+			/* The other direction keeps whatever it came with (no -m here). */
+			{ EXP_SEG, .mark_in = MMP_STEER_MARK, .check_mark = true, .mark_out = MMP_STEER_MARK,
+			  .in = { .tup = T_UP, .seq = 2, .ack = 65, .flags = ACK, .win = 100 },
+			  .out = { .seq = 2, .ack = 65, .win = 100 } },
+		},
+	},
+	{
 		.name = "timestamps: an offset of exactly 0 translates TSecr back too",
 		.family = 4,
 		.mode = MODE_SPLICE,
@@ -1691,18 +1716,22 @@ static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 	assert_int_equal(bpf_map_update_elem(flows, &id, &flow, BPF_NOEXIST), 0);
 }
 
+/* *mark: skb->mark in, and what the program left in it out. */
 static int run_prog(struct tc_bpf *skel, bool ingress, const uint8_t *in, size_t len, uint8_t *out,
-		    uint32_t *out_len, uint32_t *retval)
+		    uint32_t *out_len, uint32_t *retval, uint32_t *mark)
 {
 	struct bpf_program *prog = ingress ? skel->progs.mmp_tc_ingress : skel->progs.mmp_tc_egress;
+	struct __sk_buff ctx = { .mark = *mark }, ctx_out = { 0 };
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (uint32_t)len, .data_out = out,
-		    .data_size_out = *out_len, .repeat = 1);
+		    .data_size_out = *out_len, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .ctx_out = &ctx_out,
+		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
 	int err = bpf_prog_test_run_opts(bpf_program__fd(prog), &opts);
 
 	if (err)
 		return -errno;
 	*out_len = opts.data_size_out;
 	*retval = opts.retval;
+	*mark = ctx_out.mark;
 	return 0;
 }
 
@@ -1845,13 +1874,15 @@ static void test_case(void **state)
 		const struct step *s = &c->steps[i];
 		uint8_t in[2048], out[2048], want[2048];
 		size_t in_len = build_pkt(c->family, &s->in, in), want_len = 0;
-		uint32_t out_len = sizeof(out), ret = 0xdead;
+		uint32_t out_len = sizeof(out), ret = 0xdead, mark = s->mark_in;
 		int err;
 
 		memset(out, 0xee, sizeof(out));
-		err = run_prog(skel, c->ingress, in, in_len, out, &out_len, &ret);
+		err = run_prog(skel, c->ingress, in, in_len, out, &out_len, &ret, &mark);
 		if (err)
 			fail_msg("case \"%s\", step %d: BPF_PROG_TEST_RUN: %s", c->name, i, strerror(-err));
+		if (s->check_mark && mark != s->mark_out)
+			fail_msg("case \"%s\", step %d: skb->mark %#x, expected %#x", c->name, i, mark, s->mark_out);
 		if ((int)ret != s->ret) {
 			print_error("case \"%s\", step %d: program returned %u, expected %d\n", c->name, i, ret, s->ret);
 			describe("  input ", in, in_len);

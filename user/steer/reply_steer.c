@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -69,6 +70,21 @@ bool mmp_steer_family(int family)
 int mmp_steer_ifindex(int family)
 {
 	return st.skel ? __atomic_load_n(&st.ifindex[fam_idx(family)], __ATOMIC_RELAXED) : 0;
+}
+
+int mmp_steer_path_mss(int family)
+{
+	struct ifreq ifr = { 0 };
+	int ifindex = mmp_steer_ifindex(family), fd, mss = 0;
+
+	if (ifindex <= 0 || !if_indextoname(ifindex, ifr.ifr_name))
+		return 0;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && !ioctl(fd, SIOCGIFMTU, &ifr))
+		mss = ifr.ifr_mtu - (family == AF_INET6 ? 60 : 40); /* IP and TCP headers without options */
+	if (fd >= 0)
+		close(fd);
+	return mss > 0 ? mss : 0;
 }
 
 /* Mark lo..hi (host order) in the program's port filter. */

@@ -36,6 +36,8 @@ void mmp_steer_close(void);
 bool mmp_steer_family(int family);
 /* The ifindex the program hooks for family, 0 if none. */
 int mmp_steer_ifindex(int family);
+/* The largest TCP payload the MTU of that interface takes (no options), 0 if family is not steered. */
+int mmp_steer_path_mss(int family);
 
 /*
  * Before connect(): record the reply tuple of a spoofed connection or flow

@@ -19,6 +19,7 @@
 #include "listen/port_steer.h"
 #include "proto/proxy_proto.h"
 #include "steer/reply_steer.h"
+#include "steer/reply_steer.h"
 #include "tcp/handshake.h"
 #include "tcp/idle.h"
 #include "tcp/pending.h"
@@ -27,6 +28,26 @@
 #define ACCEPT_BATCH 64
 #define EMFILE_BACKOFF_MS 100
 #define ENGINE_TICK_MS 1000
+
+/*
+ * Under the tc engine (auto too), an upstream beyond loopback takes the load
+ * balancer's segments as they come, out of its own interface (docs/DESIGN.md
+ * §14, "The tc engine across two interfaces"): they must fit its MTU, so the
+ * listener advertises no larger MSS (a tunnel's MTU is below the uplink's; lo
+ * sends 64 KiB). An IPv6 listener may take IPv4 load balancers too: the
+ * smaller of both. 0, or -errno.
+ */
+static int clamp_mss_to_upstream(int fd, int family, const struct mmp_config *cfg)
+{
+	int v4 = mmp_steer_path_mss(AF_INET), v6 = family == AF_INET6 ? mmp_steer_path_mss(AF_INET6) : 0;
+	int mss = v4 && (!v6 || v4 < v6) ? v4 : v6;
+
+	if (cfg->engine != MMP_ENGINE_TC && cfg->engine != MMP_ENGINE_AUTO)
+		return 0;
+	if (mss && setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)))
+		return -errno;
+	return 0;
+}
 
 static int make_listener(const struct sockaddr_storage *where, const struct mmp_config *cfg)
 {
@@ -38,7 +59,7 @@ static int make_listener(const struct sockaddr_storage *where, const struct mmp_
 	if (mmp_activated()) {
 		fd = mmp_activated_listener(where);
 		if (fd >= 0 && (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
-				mmp_tcp_keepalive_set(fd, cfg))) {
+				mmp_tcp_keepalive_set(fd, cfg) || clamp_mss_to_upstream(fd, sa->sa_family, cfg))) {
 			err = -errno;
 			close(fd);
 			return err;
@@ -50,7 +71,8 @@ static int make_listener(const struct sockaddr_storage *where, const struct mmp_
 		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) || mmp_tcp_keepalive_set(fd, cfg))
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) || mmp_tcp_keepalive_set(fd, cfg) ||
+	    clamp_mss_to_upstream(fd, sa->sa_family, cfg))
 		goto fail;
 	if (bind(fd, sa, mmp_sockaddr_len(sa)) || listen(fd, 4096))
 		goto fail;

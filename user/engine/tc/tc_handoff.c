@@ -40,6 +40,7 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c)
 	struct tcp_info a, b;
 	bool local_lb;
 	struct sockaddr_storage l;
+	const char *why;
 
 	if (mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
 		return "TCP_INFO failed";
@@ -51,6 +52,9 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c)
 		return "the two connections negotiated different options (timestamps, SACK, ECN or window scaling)";
 	if ((b.tcpi_options & TCPI_OPT_WSCALE) && b.tcpi_rcv_wscale < a.tcpi_snd_wscale)
 		return "the upstream connection's window scale is below the load balancer's";
+	why = mmp_tc_upstream_path_ineligible(tc, c, &a, &b);
+	if (why)
+		return why;
 	if (mmp_tc_addr_of(c->client.fd, true, &l))
 		return "getpeername failed";
 	/* A remote load balancer needs the hooks on the interface its packets use. */
@@ -61,11 +65,9 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c)
 
 		if (oif <= 0)
 			return "no route back to the load balancer";
-		for (int i = 1; i < tc->nifaces; i++)
-			if (tc->ifindex[i] == oif)
-				T(c)->oif = oif;
-		if (!T(c)->oif)
+		if (!mmp_tc_hooked(tc, oif))
 			return "the load balancer's interface is not hooked (add it with --iface)";
+		T(c)->oif = oif;
 		/*
 		 * Its packets are redirected into lo without a route. Early demux
 		 * lends them the upstream socket's cached one, but any routing
@@ -73,18 +75,10 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c)
 		 * packet is routed, and dropped as a martian (127/8 without
 		 * route_localnet) unless lo allows it: the flow would stall for good.
 		 */
-		if (l.ss_family == AF_INET && !mmp_lo_sysctls_ok())
+		if (l.ss_family == AF_INET && !T(c)->up_oif && !mmp_lo_sysctls_ok())
 			return "lo's route_localnet/accept_local are off, so packets from a remote load balancer cannot be redirected into lo (fix: mmproxy-bpf setup-routing)";
 	}
 	return NULL;
-}
-
-
-/* Each direction's packets are the flow's only on the interface they arrive on: lo, or the remote load balancer's. */
-static void set_ifaces(struct mmp_tc *tc, const struct mmp_conn *c, struct mmp_tc_flow *flow)
-{
-	flow->up.in_ifindex = T(c)->oif ? (uint32_t)T(c)->oif : (uint32_t)tc->ifindex[0];
-	flow->down.in_ifindex = tc->ifindex[0];
 }
 
 /* Insert the flow's tuple of role; a tuple left by a flow that ended is taken over. Returns 0 or -1 (errno). */
@@ -130,15 +124,6 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	if (c->state != CONN_SPLICING)
 		return;
 	why = ineligible(tc, c);
-	/*
-	 * The translated segments are redirected into lo and the upstream's out
-	 * of lo; an upstream beyond loopback would need bpf_redirect_neigh between
-	 * two interfaces, not built yet: such flows stay on splice (§14).
-	 */
-	if (!why && mmp_steer_family(c->target->ss_family)) {
-		why = "the upstream is beyond loopback: packet-level splicing between two interfaces is not supported (docs/DESIGN.md §14)";
-		mmp_count(loop->counters, MMP_TCP_CNT_tc_beyond_loopback, 1);
-	}
 	if (!why && mmp_tc_flow_tuples(c, &ft))
 		why = "the two connections are of different IP families";
 	if (!why && mmp_sock_cookie(c->client.fd, &T(c)->flow))
@@ -149,7 +134,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 		pr_debug("tc engine: client %s stays on splice: %s", mmp_conn_client_name(c, a), why);
 		return;
 	}
-	set_ifaces(tc, c, &flow);
+	mmp_tc_set_paths(tc, c, &flow);
 	open_egress_hooks(tc);
 	flow.st.last_seen_ns = mmp_now_ns(); /* the hand-off's age, should this instance die in it */
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_NOEXIST))
@@ -435,7 +420,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	bool late_data;
 
 	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
-	set_ifaces(tc, c, &flow);
+	mmp_tc_set_paths(tc, c, &flow);
 	st->last_seen_ns = mmp_now_ns(); /* still the age of a hand-off (mmp_tc_collect) */
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
 		mmp_tc_abort(loop, c, "flow entry vanished");
@@ -458,13 +443,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		return;
 	}
 	build_flow(&flow, &ft, &f1, &f2);
-	set_ifaces(tc, c, &flow);
-	if (T(c)->oif) {
-		/* Remote load balancer: its packets come in on tc_oif and go into lo; replies go out tc_oif. */
-		flow.up.redirect_ifindex = tc->ifindex[0];
-		flow.up.redirect_ingress = 1;
-		flow.down.redirect_ifindex = T(c)->oif;
-	}
+	mmp_tc_set_paths(tc, c, &flow);
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st->last_seen_ns = mmp_now_ns();
 	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */
@@ -487,6 +466,8 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	T(c)->holding = false;
 	took_us = (mmp_now_ns() - T(c)->start_ns) / 1000;
 	mmp_count(loop->counters, MMP_TCP_CNT_tc_flows, 1);
+	if (T(c)->up_oif)
+		mmp_count(loop->counters, MMP_TCP_CNT_tc_beyond_loopback, 1);
 	mmp_hist_record(&mmp_handoff_latency, took_us); /* mmproxy_handoff_duration_seconds */
 	pr_debug("tc engine: client %s spliced in the kernel after %llu us (seq +%u/+%u, wscale %u>%u %u>%u)",
 		 mmp_conn_client_name(c, a), (unsigned long long)took_us, flow.up.seq_delta, flow.down.seq_delta,

@@ -17,6 +17,8 @@
 #include "lib/instance.h"
 #include "mmp_tc.h"
 
+struct tcp_info;
+
 struct mmp_config;
 struct mmp_loop;
 struct tc_bpf;
@@ -130,6 +132,7 @@ struct mmp_tc_conn {
 	uint8_t attempts; /* hand-offs tried */
 	uint64_t flow; /* flow id: conn1's socket cookie */
 	int oif; /* interface toward a remote load balancer; 0: it is on this host (lo) */
+	int up_oif; /* interface toward an upstream beyond loopback (docs/DESIGN.md §14); 0: on lo */
 	/* The flow's four tuples, by enum mmp_tc_role: an abort removes them even if the sockets died. */
 	struct mmp_tc_tuple tuples[4];
 	uint64_t deadline_ms;
@@ -206,6 +209,18 @@ bool mmp_tc_queues_small(struct mmp_conn *c);
 
 /* tc_handoff.c */
 /* Start the hand-off of a spliced connection. On ineligibility logs why (-v 2) and leaves c on splice. */
+/* tc_paths.c: whether ifindex is one of the interfaces hooked besides lo (ingress and egress). */
+bool mmp_tc_hooked(const struct mmp_tc *tc, int ifindex);
+/*
+ * An upstream beyond loopback (docs/DESIGN.md §14): its interface must be
+ * hooked and carry an Ethernet header, and the load balancer's segments
+ * (a: conn1's TCP_INFO) must fit the upstream's path (b: conn2's). Sets
+ * T(c)->up_oif (0 for an upstream on lo). NULL when eligible, else why not.
+ */
+const char *mmp_tc_upstream_path_ineligible(struct mmp_tc *tc, struct mmp_conn *c, const struct tcp_info *a,
+					    const struct tcp_info *b);
+/* The flow's interfaces in and its redirects out, from T(c)->oif and T(c)->up_oif. */
+void mmp_tc_set_paths(struct mmp_tc *tc, const struct mmp_conn *c, struct mmp_tc_flow *flow);
 void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c);
 /* Progress a connection in HOLD (after splice events, and from the poll list). */
 void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c);
