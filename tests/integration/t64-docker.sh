@@ -24,9 +24,8 @@
 # same time, byte-exact, seen under the container's address; a capture on the
 # uplink sees no packet of a client address; the replies were steered and the
 # connections went through the sockmap engine. Runs under MMP_ENGINE=sockmap only,
-# the kernel engine that carries an upstream beyond loopback today (the tc engine
-# keeps such flows on splice, §14; t57 covers the bridge under every engine), so
-# dockerd starts once per `make test`. When dockerd or the container cannot run
+# so dockerd starts once per `make test` (t57 covers the bridge under every engine,
+# and the tc engine's flows spliced in the kernel across it, §14). When dockerd or the container cannot run
 # here, one SKIP line says why. Takes about 6 s.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/upstream-lib.sh"
