@@ -26,8 +26,9 @@
 #                   routed by the host over the bridge;
 #   mmproxy-bpf/E   after `mmproxy-bpf setup-routing` (its fwmark rule; the
 #                   replies are steered per tuple at the bridge's tc ingress);
-#                   tc keeps TCP flows on splice today (§14), so its number
-#                   shows what that costs; UDP (-p udp) flows of tc take the
+#                   tc splices TCP flows in the kernel between the uplink and
+#                   the bridge (§14; "kernel" in the results counts them);
+#                   UDP (-p udp) flows of tc take the
 #                   kernel's fast path (§14), of splice the userspace relay;
 #                   a tc UDP run whose exit totals show no datagram moved in
 #                   the kernel each way is dropped;
@@ -362,6 +363,18 @@ in_kernel_check() {
 	fi
 }
 
+# tcp_kernel_counts WHAT: the stopped tc instance's flows spliced in the kernel
+# between the uplink and the bridge (docs/DESIGN.md §14), as JSON for the
+# results: "tc" (hand-offs done) and "tc beyond loopback" from its totals.
+tcp_kernel_counts() {
+	local totals tc beyond
+	totals=$(grep -m1 -o 'totals: .*' "$TMP/proxy.log" || true)
+	tc=$(grep -o ', tc [0-9]*' <<<"$totals" | grep -o '[0-9]*$' || true)
+	beyond=$(grep -o 'tc beyond loopback [0-9]*' <<<"$totals" | grep -o '[0-9]*$' || true)
+	((SMOKE)) && log "  $1: tc ${tc:-?}, tc beyond loopback ${beyond:-?}"
+	printf '{"tc_flows":%s,"tc_beyond_loopback":%s}\n' "${tc:-null}" "${beyond:-null}"
+}
+
 # ---- one run ------------------------------------------------------------
 
 CLIENT_OFFSET=0
@@ -412,6 +425,7 @@ run_one() {
 			"$name" "$cfg" "$round" >>"$RAW"
 		return 0
 	fi
+	[[ $proto == tcp && $cfg == mmproxy-bpf/tc ]] && kernel=$(tcp_kernel_counts "$name / $cfg round $round")
 	if [[ $proto == udp && $cfg == mmproxy-bpf/tc ]]; then
 		if ! kernel=$(in_kernel_check "$name / $cfg round $round" "$upkind"); then
 			printf '{"scenario":"%s","config":"%s","round":%d,"ok":false,"error":"not in the kernel","kernel":%s}\n' \
