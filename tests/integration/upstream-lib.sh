@@ -25,7 +25,8 @@
 # was steered (mmp_steer_cnt) and mmp_reply_steer is empty once the linger
 # ends; with the tc engine, a 64 MiB flow a family was spliced in the kernel
 # between the uplink and the upstream's interface (ub_tc_kernel), and the
-# UDP fast path moved the IPv4 flows' datagrams both ways; setup-routing
+# UDP fast path moved the IPv4 flows' datagrams both ways, and an IPv6 load
+# balancer's (ub_udp_kernel_v6); setup-routing
 # is idempotent and cleanup-routing removes its fwmark rules.
 
 UB_CLIENT4=192.0.2.77
@@ -239,6 +240,46 @@ ub_tc_kernel() {
 	case_end
 }
 
+# ub_udp_kernel_v6: under the tc engine, IPv6 UDP flows whose load balancer is IPv6 too (the suite's SPP case has
+# IPv6 clients behind an IPv4 load balancer, which stay on the relay) are moved by the fast path both ways
+# between the uplink and UB_UP_IF (docs/DESIGN.md §14): 20 clients x 20 datagrams echoed, each client seen
+# under its own ip:port, and the instance's exit totals show >= 100 datagrams each way in the kernel.
+ub_udp_kernel_v6() {
+	local lport=$((PROXY_PORT + 50)) pin=/sys/fs/bpf/mmproxy-bpf-test-$$-udk log=$T_TMP/udk.log
+	local client="[2001:db8:77::99]:40000" mark pid out peers totals fwd rev n
+	[[ $MMP_ENGINE == tc ]] || return 0
+	case_begin "tc engine, UDP with an IPv6 load balancer: datagrams moved in the kernel both ways, 20 clients seen"
+	cleanup_push "rm -rf '$pin'"
+	proc_start pid "$log" "$TOPO_PROXY" "$MMP_BIN" run -p udp -l "[$TOPO_PROXY_IP6]:$lport" \
+		-6 "[$UB_BACK_IP6]:$UP_PORT" -a "$T_TMP/allow.txt" --pin-dir "$pin" --engine tc --close-after 1 -v 1
+	for ((n = 0; n < 100; n++)); do
+		[[ -n $(ns_exec "$TOPO_PROXY" ss -Hlun "sport = :$lport" 2>/dev/null) ]] && break
+		proc_alive "$pid" || break
+		sleep 0.1
+	done
+	if ((n == 100)) || ! proc_alive "$pid"; then
+		case_fail "the instance did not start: $(grep -v libbpf "$log" | tail -n 2 | tr '\n' ' ')"
+		proc_stop "$pid"
+		case_end
+		return
+	fi
+	mark=$(log_mark "$UB_UDP6_LOG")
+	out=$(ns_exec "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-udp" send -c "[$TOPO_PROXY_IP6]:$lport" --format v2 \
+		--client "$client" --clients 20 -n 20 --rate 2000 --echo --timeout 5 2>&1) ||
+		case_fail "sender: $(grep -m1 -e '^result' -e 'mmpt-udp:' <<<"$out")"
+	grep -q 'echoed 400 missing 0 reordered 0 bad 0' <<<"$out" || case_fail "sender: $(grep -m1 '^result' <<<"$out")"
+	peers=$(log_since "$UB_UDP6_LOG" "$mark" | grep -c "^peer 2001:db8:77::99 400[01][0-9]\$")
+	((peers == 20)) || case_fail "the backend saw $peers of the 20 clients under their own ip:port"
+	proc_stop "$pid" 10
+	totals=$(grep -m1 -o 'udp totals: .*' "$log")
+	fwd=$(grep -o ' fast_fwd_dgrams=[0-9]*' <<<"$totals" | cut -d= -f2)
+	rev=$(grep -o ' fast_reply_dgrams=[0-9]*' <<<"$totals" | cut -d= -f2)
+	((${fwd:-0} >= 100 && ${rev:-0} >= 100)) ||
+		case_fail "fast_fwd_dgrams ${fwd:-?}, fast_reply_dgrams ${rev:-?}: want >= 100 each (${totals:-no udp totals line})"
+	case_note "fast_fwd_dgrams $fwd, fast_reply_dgrams $rev"
+	case_end
+}
+
 ub_suite() {
 	local n own_pid own_log own4 own6 marked out fwd rev
 	case_begin "check before setup-routing: FAIL naming the fwmark rule and setup-routing"
@@ -262,7 +303,7 @@ ub_suite() {
 
 	proc_start UB_UP4_PID "$T_TMP/up4.log" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "$UB_BACK_IP4:$UP_PORT"
 	proc_start UB_UP6_PID "$T_TMP/up6.log" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "[$UB_BACK_IP6]:$UP_PORT"
-	UB_UP4_LOG=$T_TMP/up4.log UB_UP6_LOG=$T_TMP/up6.log
+	UB_UP4_LOG=$T_TMP/up4.log UB_UP6_LOG=$T_TMP/up6.log UB_UDP6_LOG=$T_TMP/udp6.log
 	proc_start own4 "$T_TMP/own4.log" "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "$TOPO_CLIENT_IP4:$UB_OWN_PORT"
 	proc_start own6 "$T_TMP/own6.log" "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UB_SIZE" -l "[$TOPO_CLIENT_IP6]:$UB_OWN_PORT"
 	t_require wait_grep "$UB_UP4_LOG" '^listening' 5
@@ -303,6 +344,7 @@ ub_suite() {
 	ub_tc_kernel 6
 	ub_tc_kernel 4 local
 	ub_tc_kernel 6 local
+	ub_udp_kernel_v6
 
 	case_begin "the backend's own outbound connections still work (not swallowed)"
 	wait "$own_pid"
