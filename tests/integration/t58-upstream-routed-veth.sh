@@ -39,12 +39,14 @@ t_require routed_topology veth-pod
 
 # After the suite's transfers, while the proxy runs: the pod is recreated behind a new veth.
 ub_extra_checks() {
-	local mark n live_pid live_out=$T_TMP/live-udp.out fwd0 fwd1
+	local mark n want live_pid live_out=$T_TMP/live-udp.out fwd0 fwd1
 	case_begin "the pod recreated behind a new veth: steering follows the route, no restart"
 	# Two UDP flows that live across the move: 1,200 datagrams at 200/s, echoed.
 	ns_exec "$TOPO_CLIENT" "$MMP_TOOLS/mmpt-udp" send -c "$TOPO_PROXY_IP4:$PROXY_PORT" --format v2 \
 		--client 192.0.2.99:41000 --clients 2 -n 600 --rate 200 --echo --timeout 12 >"$live_out" 2>&1 &
 	live_pid=$!
+	# Under tc: an instance started before the move must hook the new veth to hand a flow off over it.
+	[[ $MMP_ENGINE == tc ]] && ub_tc_start 4
 	sleep 2
 	mark=$(log_mark "$MMP_LOG")
 	ip -n "$TOPO_PROXY" link del veth-pod # its peer, the pod's eth0, and the routes go with it
@@ -53,8 +55,15 @@ ub_extra_checks() {
 		wait_log_since "$MMP_LOG" "$mark" "the route to the $fam upstream .* moved from .* to veth-pod2" 5 >/dev/null ||
 			case_fail "no '$fam upstream moved to veth-pod2' line within 5 s: $(log_since "$MMP_LOG" "$mark" | grep -m2 steer | tr '\n' ' ')"
 	done
+	want=1
+	if [[ $MMP_ENGINE == tc ]]; then
+		# ub_tc_start's instance steers the IPv4 upstream's replies too, and follows the same way.
+		want=2
+		wait_grep "$UBK_LOG" "the route to the IPv4 upstream .* moved from .* to veth-pod2" 5 ||
+			case_fail "ub_tc_start's instance did not follow the move within 5 s"
+	fi
 	n=$(tc -n "$TOPO_PROXY" filter show dev veth-pod2 ingress 2>/dev/null | grep -c mmp_steer_in)
-	((n == 1)) || case_fail "$n steering filters on veth-pod2, want 1"
+	((n == want)) || case_fail "$n steering filters on veth-pod2, want $want"
 	case_end
 
 	# Lost: what was sent between the link's removal and the tick (about a second at 200/s). Under tc,
@@ -75,6 +84,10 @@ ub_extra_checks() {
 	fwd0=$(ub_udp_counter fast_fwd_dgrams)
 	ub_udp "after the move: UDP, IPv4 clients, v2 header: 20 clients seen and answered" 4 v2
 	if [[ $MMP_ENGINE == tc ]]; then
+		case_begin "after the move: an instance started before it hooked the new veth and hands TCP off over it"
+		wait_grep "$UBK_LOG" "hooked veth-pod2" 5 || case_fail "no 'hooked veth-pod2' line in its log within 5 s"
+		ub_tc_check
+		case_end
 		case_begin "after the move: the new flows' datagrams move in the kernel, out of the new veth"
 		fwd1=$(ub_udp_counter fast_fwd_dgrams)
 		((fwd1 - fwd0 >= 100)) || case_fail "fast_fwd_dgrams went from $fwd0 to $fwd1: want 100 more"

@@ -193,51 +193,63 @@ ub_wait_dad() {
 # instance of its own, sha256-exact, handed off and counted as "tc beyond loopback". Run while the uplink
 # capture runs: no translated segment may leave there.
 ub_tc_kernel() {
-	local fam=$1 where=${2:-} size=$((64 << 20)) id=$1${2:+l} n=$((30 + $1))
-	[[ $where == local ]] && n=$((n + 10)) # ports of their own: no instance waits on another's TIME_WAIT
-	local lport=$((PROXY_PORT + n)) uport=$((UP_PORT + n))
-	local pin=/sys/fs/bpf/mmproxy-bpf-test-$$-tck$id uplog=$T_TMP/tck$id-up.log log=$T_TMP/tck$id.log
-	local listen back cli dst port up_pid pid done_line line lb_ns=$TOPO_CLIENT lb_ip
 	[[ $MMP_ENGINE == tc ]] || return 0
+	case_begin "tc engine, IPv$1: a flow between $([[ ${2:-} == local ]] && echo "a load balancer on lo" || echo "the uplink") and $UB_UP_IF spliced in the kernel, sha256 both ways"
+	ub_tc_start "$@" && ub_tc_check
+	case_end
+}
+
+# ub_tc_start FAMILY(4|6) [local]: ub_tc_kernel's upstream (64 MiB each way) and instance, started; a
+# transfer through them is ub_tc_check's, which may come later (t58 moves the pod in between). Inside a
+# case: a start that fails is its case_fail, and returns 1.
+ub_tc_start() {
+	local fam=$1 where=${2:-} n=$((30 + $1)) lb_ip lport uport
+	[[ $where == local ]] && n=$((n + 10)) # ports of their own: no instance waits on another's TIME_WAIT
+	lport=$((PROXY_PORT + n)) uport=$((UP_PORT + n))
+	UBK_FAM=$fam UBK_SIZE=$((64 << 20)) UBK_LB_NS=$TOPO_CLIENT
+	UBK_PIN=/sys/fs/bpf/mmproxy-bpf-test-$$-tck$fam$where UBK_UPLOG=$T_TMP/tck$fam$where-up.log UBK_LOG=$T_TMP/tck$fam$where.log
 	if [[ $fam == 4 ]]; then
 		lb_ip=$TOPO_PROXY_IP4
 		[[ $where == local ]] && lb_ip=127.0.0.1
-		listen="$lb_ip:$lport" back="$UB_BACK_IP4:$uport" cli=$UB_CLIENT4 dst="$TOPO_PROXY_IP4:443"
+		UBK_LISTEN="$lb_ip:$lport" UBK_BACK="$UB_BACK_IP4:$uport" UBK_CLIENT=$UB_CLIENT4 UBK_DST="$TOPO_PROXY_IP4:443"
 	else
 		lb_ip=$TOPO_PROXY_IP6
 		[[ $where == local ]] && lb_ip=::1
-		listen="[$lb_ip]:$lport" back="[$UB_BACK_IP6]:$uport" cli=$UB_CLIENT6 dst="[$TOPO_PROXY_IP6]:443"
+		UBK_LISTEN="[$lb_ip]:$lport" UBK_BACK="[$UB_BACK_IP6]:$uport" UBK_CLIENT=$UB_CLIENT6 UBK_DST="[$TOPO_PROXY_IP6]:443"
 	fi
-	[[ $where == local ]] && lb_ns=$TOPO_PROXY
-	case_begin "tc engine, IPv$fam: a flow between $([[ $where == local ]] && echo "a load balancer on lo" || echo "the uplink") and $UB_UP_IF spliced in the kernel, sha256 both ways"
-	cleanup_push "rm -rf '$pin'"
-	proc_start up_pid "$uplog" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$size" -l "$back"
-	proc_start pid "$log" "$TOPO_PROXY" "$MMP_BIN" run -l "$listen" -"$fam" "$back" --pin-dir "$pin" \
-		--engine tc --tc-handoff-delay 0 -v 2
-	if ! wait_grep "$uplog" '^listening' 5 || ! wait_port "$TOPO_PROXY" "$lport" 10 "$pid"; then
-		case_fail "the upstream or the instance did not start: $(grep -v libbpf "$log" | tail -n 2 | tr '\n' ' ')"
-		proc_stop "$pid"
-		proc_stop "$up_pid"
-		case_end
-		return
+	[[ $where == local ]] && UBK_LB_NS=$TOPO_PROXY
+	cleanup_push "rm -rf '$UBK_PIN'"
+	proc_start UBK_UP_PID "$UBK_UPLOG" "$UB_BACK_NS" "$MMP_TOOLS/mmpt-upstream" -m xfer --send "$UBK_SIZE" -l "$UBK_BACK"
+	proc_start UBK_PID "$UBK_LOG" "$TOPO_PROXY" "$MMP_BIN" run -l "$UBK_LISTEN" -"$fam" "$UBK_BACK" \
+		--pin-dir "$UBK_PIN" --engine tc --tc-handoff-delay 0 -v 2
+	if ! wait_grep "$UBK_UPLOG" '^listening' 5 || ! wait_port "$TOPO_PROXY" "$lport" 10 "$UBK_PID"; then
+		case_fail "the upstream or the instance did not start: $(grep -v libbpf "$UBK_LOG" | tail -n 2 | tr '\n' ' ')"
+		proc_stop "$UBK_PID"
+		proc_stop "$UBK_UP_PID"
+		return 1
 	fi
+}
+
+# ub_tc_check: one transfer through ub_tc_start's instance, which must be sha256-exact both ways and handed
+# off ("tc 1", "tc beyond loopback 1" in the totals at exit); stops the instance and the upstream.
+ub_tc_check() {
+	local port cli=$UBK_CLIENT line done_line
 	next_port port
-	[[ $fam == 6 ]] && cli="[$cli]"
-	client "$lb_ns" -c "$listen" --pp2 "$cli:$port" "$dst" --send "$size" --timeout 30 ||
+	[[ $UBK_FAM == 6 ]] && cli="[$cli]"
+	client "$UBK_LB_NS" -c "$UBK_LISTEN" --pp2 "$cli:$port" "$UBK_DST" --send "$UBK_SIZE" --timeout 30 ||
 		case_fail "transfer failed: $(client_result)"
-	if wait_grep "$uplog" '^done ' 5; then
-		done_line=$(grep -m1 '^done ' "$uplog")
-		CLIENT_LOCAL_PORT=$port SIZE=$size check_xfer_exact "$done_line" "$([[ $fam == 4 ]] && echo "$UB_CLIENT4" || echo "$UB_CLIENT6")"
+	if wait_grep "$UBK_UPLOG" '^done ' 5; then
+		done_line=$(grep -m1 '^done ' "$UBK_UPLOG")
+		CLIENT_LOCAL_PORT=$port SIZE=$UBK_SIZE check_xfer_exact "$done_line" "$UBK_CLIENT"
 	else
 		case_fail "the upstream never finished the transfer"
 	fi
-	proc_stop "$pid" 10
-	line=$(grep -m1 'totals: accepted' "$log")
+	proc_stop "$UBK_PID" 10
+	line=$(grep -m1 'totals: accepted' "$UBK_LOG")
 	grep -q ", tc 1, " <<<"$line" && grep -q "tc beyond loopback 1\b" <<<"$line" ||
-		case_fail "not handed off to the kernel: $(grep -m1 -e 'stays on splice' -e 'aborted' "$log") $line"
-	case_note "$(grep -m1 -o 'spliced in the kernel after [0-9]* us' "$log")"
-	proc_stop "$up_pid"
-	case_end
+		case_fail "not handed off to the kernel: $(grep -m1 -e 'stays on splice' -e 'aborted' "$UBK_LOG") $line"
+	case_note "$(grep -m1 -o 'spliced in the kernel after [0-9]* us' "$UBK_LOG")"
+	proc_stop "$UBK_UP_PID"
 }
 
 # ub_udp_kernel_v6: under the tc engine, IPv6 UDP flows whose load balancer is IPv6 too (the suite's SPP case has

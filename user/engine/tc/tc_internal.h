@@ -209,6 +209,8 @@ bool mmp_tc_queues_small(struct mmp_conn *c);
 
 /* tc_handoff.c */
 /* Start the hand-off of a spliced connection. On ineligibility logs why (-v 2) and leaves c on splice. */
+/* Once a second: hook the interface an upstream beyond loopback's route uses now (tc_load.c). */
+void mmp_tc_follow_upstreams(struct mmp_tc *tc);
 /* tc_paths.c: whether ifindex is one of the interfaces hooked besides lo (ingress and egress). */
 bool mmp_tc_hooked(const struct mmp_tc *tc, int ifindex);
 /*

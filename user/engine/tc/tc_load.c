@@ -28,6 +28,7 @@
 #include "lib/instance.h"
 #include "lib/lo_sysctls.h"
 #include "lib/netlink.h"
+#include "steer/reply_steer.h"
 #include "tc.skel.h"
 
 static const char *const pinned_maps[] = {
@@ -87,6 +88,43 @@ static void detach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point whe
 	 */
 	if (tc->attached[idx][where == BPF_TC_EGRESS])
 		bpf_tc_detach(&hook, &opts);
+}
+
+/*
+ * An upstream beyond loopback whose interface the engine does not hook yet:
+ * a route that moved (a pod recreated behind a new veth, Calico), or
+ * --iface naming only the load balancers'. Reply steering follows the route
+ * within a second (steer/reply_steer.c); this hooks its new interface too,
+ * ingress and egress, so new flows to it are handed off again
+ * (docs/DESIGN.md §14). The old interface keeps its filters until exit: the
+ * flows still on it (if it still exists) need them. Called by the tick, on
+ * one loop; the hand-offs of other loops read nifaces with acquire.
+ */
+void mmp_tc_follow_upstreams(struct mmp_tc *tc)
+{
+	static const int families[2] = { AF_INET, AF_INET6 };
+	char name[IF_NAMESIZE] = "?";
+
+	/* Draining for a successor: its filters are the ones that count now (§15). */
+	if (!tc || !tc->skel || mmp_handing_over())
+		return;
+	for (int f = 0; f < 2; f++) {
+		int idx = mmp_steer_ifindex(families[f]), n = tc->nifaces;
+
+		if (idx <= 0 || mmp_tc_hooked(tc, idx) || n >= MAX_IFACES)
+			continue;
+		tc->ifindex[n] = idx;
+		if (attach_hook(tc, n, BPF_TC_INGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_ingress)) ||
+		    attach_hook(tc, n, BPF_TC_EGRESS, bpf_program__fd(tc->skel->progs.mmp_tc_egress))) {
+			/* Not counted, so never hooked: its flows stay on splice, and the next tick tries again. */
+			detach_hook(tc, n, BPF_TC_INGRESS);
+			tc->attached[n][0] = tc->attached[n][1] = false;
+			continue;
+		}
+		__atomic_store_n(&tc->nifaces, n + 1, __ATOMIC_RELEASE);
+		pr_info("tc engine: hooked %s, the interface of the upstream's route now",
+			if_indextoname(idx, name) ? name : "?");
+	}
 }
 
 static int open_raw(int family)

@@ -150,11 +150,15 @@ static void tc_release(struct mmp_loop *loop, struct mmp_conn *c)
 	c->takeover_ctx = NULL;
 }
 
-/* Finished flows are collected once a second, by one loop, a bounded part at a time. */
+/*
+ * Once a second, by one loop: finished flows are collected, a bounded part at
+ * a time, and a moved upstream's new interface is hooked.
+ */
 static void tc_tick(struct mmp_engine *e)
 {
 	mmp_tc_collect_step(e->proc, CLOSED_LINGER_NS, COLLECT_TICK_ENTRIES);
 	mmp_tc_note_empty(e->proc);
+	mmp_tc_follow_upstreams(e->proc);
 }
 
 static void tc_ended_first(struct mmp_loop *loop, struct mmp_conn *c)

@@ -25,7 +25,10 @@
 
 bool mmp_tc_hooked(const struct mmp_tc *tc, int ifindex)
 {
-	for (int i = 1; i < tc->nifaces; i++)
+	/* Appended to by mmp_tc_follow_upstreams: an entry is filled before nifaces counts it. */
+	int n = __atomic_load_n(&tc->nifaces, __ATOMIC_ACQUIRE);
+
+	for (int i = 1; i < n; i++)
 		if (tc->ifindex[i] == ifindex)
 			return true;
 	return false;
@@ -61,7 +64,7 @@ const char *mmp_tc_upstream_path_ineligible(struct mmp_tc *tc, struct mmp_conn *
 	if (lb.ss_family != family)
 		return "the two connections are of different IP families";
 	if (oif <= 0 || !mmp_tc_hooked(tc, oif))
-		return "the upstream's interface is not hooked by the tc engine (add it with --iface)";
+		return "the upstream's interface is not hooked by the tc engine yet (its route moved: it is hooked within a second)";
 	if (!ethernet(oif))
 		return "the upstream's interface has no Ethernet header (a WireGuard, GRE or ipip device): packet-level splicing needs one";
 	/* A redirect does not segment: what the load balancer sends must fit as it is (tcp/worker.c clamps the MSS). */
