@@ -63,6 +63,62 @@ static __always_inline bool port_marked(__be16 port)
 	return mmp_steer_ports[(p >> 5) & 2047] & (1U << (p & 31));
 }
 
+#define IPPROTO_ICMP_NR 1
+#define IPPROTO_ICMPV6_NR 58
+#define ICMP_HLEN 8 /* type, code, checksum, 4 bytes; the quoted packet follows */
+
+/*
+ * An ICMP error is an error about the quoted packet: the one a spoofed
+ * socket sent (client ip:port -> upstream ip:port). Its key is the reply's,
+ * read from the quote with the roles swapped. Errors only (IPv4 destination
+ * unreachable, fragmentation needed among them, time exceeded, parameter
+ * problem; ICMPv6 the same and packet too big): an echo or an informational
+ * message quotes nothing. Returns 0 with the key filled, -1 otherwise.
+ */
+static __always_inline int icmp_quote_key(struct __sk_buff *skb, __u32 l4off, bool v6, struct mmp_steer_key *k,
+					  __be16 *up_port)
+{
+	__be16 ports[2];
+	__u32 inner_l4;
+	__u8 type, proto;
+
+	if (bpf_skb_load_bytes_relative(skb, l4off, &type, 1, BPF_HDR_START_NET))
+		return -1;
+	if (v6) {
+		struct ipv6hdr ip6;
+
+		if (type < 1 || type > 4)
+			return -1;
+		if (bpf_skb_load_bytes_relative(skb, l4off + ICMP_HLEN, &ip6, sizeof(ip6), BPF_HDR_START_NET))
+			return -1;
+		proto = ip6.nexthdr;
+		inner_l4 = l4off + ICMP_HLEN + sizeof(ip6);
+		__builtin_memcpy(k->client_addr, &ip6.saddr, 16);
+		__builtin_memcpy(k->up_addr, &ip6.daddr, 16);
+	} else {
+		struct iphdr ip;
+
+		if (type != 3 && type != 11 && type != 12)
+			return -1;
+		if (bpf_skb_load_bytes_relative(skb, l4off + ICMP_HLEN, &ip, sizeof(ip), BPF_HDR_START_NET) || ip.ihl < 5 ||
+		    (ip.frag_off & bpf_htons(IP_OFFSET)))
+			return -1;
+		proto = ip.protocol;
+		inner_l4 = l4off + ICMP_HLEN + ip.ihl * 4;
+		k->client_addr[0] = ip.saddr;
+		k->up_addr[0] = ip.daddr;
+	}
+	if (proto != IPPROTO_TCP_NR && proto != IPPROTO_UDP_NR)
+		return -1;
+	if (bpf_skb_load_bytes_relative(skb, inner_l4, ports, sizeof(ports), BPF_HDR_START_NET))
+		return -1;
+	k->proto = proto;
+	k->client_port = ports[0];
+	k->up_port = ports[1];
+	*up_port = ports[1];
+	return 0;
+}
+
 SEC("tc")
 int mmp_steer_in(struct __sk_buff *skb)
 {
@@ -96,6 +152,32 @@ int mmp_steer_in(struct __sk_buff *skb)
 		__builtin_memcpy(k.up_addr, &ip6.saddr, 16);
 		__builtin_memcpy(k.client_addr, &ip6.daddr, 16);
 	} else {
+		return TC_ACT_UNSPEC;
+	}
+	if (proto == IPPROTO_ICMP_NR || proto == IPPROTO_ICMPV6_NR) {
+		/*
+		 * An error about a spoofed connection's packet (a router on the
+		 * way to a remote upstream: fragmentation needed, packet too
+		 * big) is addressed to the client too: steered like a reply,
+		 * the socket learns the path MTU instead of the host routing
+		 * the error out of the uplink (docs/DESIGN.md §14, "ICMP errors").
+		 */
+		struct mmp_steer_key q = { .family = k.family };
+		__be16 up_port;
+
+		if ((proto == IPPROTO_ICMPV6_NR) != (k.family == AF_INET6_NR) ||
+		    icmp_quote_key(skb, l4off, k.family == AF_INET6_NR, &q, &up_port) || !port_marked(up_port))
+			return TC_ACT_UNSPEC;
+		/* The error goes where the quoted packet came from, or it is not about ours. */
+		if ((q.client_addr[0] ^ k.client_addr[0]) | (q.client_addr[1] ^ k.client_addr[1]) |
+		    (q.client_addr[2] ^ k.client_addr[2]) | (q.client_addr[3] ^ k.client_addr[3]))
+			return TC_ACT_UNSPEC;
+		if (!bpf_map_lookup_elem(&mmp_reply_steer, &q)) {
+			count(MMP_STEER_CNT_passed);
+			return TC_ACT_UNSPEC;
+		}
+		skb->mark = MMP_STEER_MARK;
+		count(MMP_STEER_CNT_icmp_marked);
 		return TC_ACT_UNSPEC;
 	}
 	if (proto != IPPROTO_TCP_NR && proto != IPPROTO_UDP_NR)

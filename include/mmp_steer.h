@@ -62,7 +62,8 @@ struct mmp_steer_val {
 #define MMP_STEER_COUNTERS(X)                                                                          \
 	X(marked, "steer_marked", "replies of the proxy's own upstream connections steered to it")     \
 	X(marked_late, "steer_marked_late", "replies of closed connections, steered to this host's stack") \
-	X(passed, "steer_passed", "packets looked up that were not the proxy's (left untouched)")
+	X(passed, "steer_passed", "packets looked up that were not the proxy's (left untouched)")        \
+	X(icmp_marked, "steer_icmp_marked", "ICMP errors about the proxy's own upstream packets steered to its sockets")
 
 enum mmp_steer_counter {
 #define MMP_STEER_X_ENUM(id, name, desc) MMP_STEER_CNT_##id,

@@ -141,13 +141,90 @@ static const struct steer_case cases[] = {
 	{ "ICMP: untouched", 4, "10.99.0.2", "192.0.2.77", UP_PORT, CLIENT_PORT, IPPROTO_ICMP, false, false, -1 },
 };
 
-static void run_case(void **state)
+/*
+ * ICMP errors about the packets a spoofed socket sent (docs/DESIGN.md §14,
+ * "ICMP errors"): from a router (10.99.0.254 / 2001:db8:99::fe) to the
+ * client, quoting client ip:port -> upstream ip:port.
+ */
+struct icmp_case {
+	const char *name;
+	int family;
+	uint8_t type, code;
+	const char *dst; /* the error's destination */
+	const char *q_src, *q_dst; /* the quoted packet's */
+	uint16_t q_sport, q_dport;
+	int q_proto;
+	bool marked;
+	int counter;
+};
+
+static const struct icmp_case icmp_cases[] = {
+	{ "IPv4 fragmentation needed about a recorded connection's segment: marked", 4, 3, 4, "192.0.2.77",
+	  "192.0.2.77", "10.99.0.2", CLIENT_PORT, UP_PORT, IPPROTO_TCP, true, MMP_STEER_CNT_icmp_marked },
+	{ "ICMPv6 packet too big about a recorded connection's segment: marked", 6, 2, 0, "2001:db8:77::77",
+	  "2001:db8:77::77", "2001:db8:99::2", CLIENT_PORT, UP_PORT, IPPROTO_TCP, true, MMP_STEER_CNT_icmp_marked },
+	{ "IPv4 port unreachable quoting another client port: looked up, untouched", 4, 3, 3, "192.0.2.77",
+	  "192.0.2.77", "10.99.0.2", CLIENT_PORT + 1, UP_PORT, IPPROTO_TCP, false, MMP_STEER_CNT_passed },
+	{ "IPv4 error sent elsewhere than the quoted source: untouched", 4, 3, 4, "192.0.2.78", "192.0.2.77",
+	  "10.99.0.2", CLIENT_PORT, UP_PORT, IPPROTO_TCP, false, -1 },
+	{ "IPv4 error about the container's own packet (another port): untouched, no lookup", 4, 11, 0,
+	  "192.0.2.77", "192.0.2.77", "10.99.0.2", CLIENT_PORT, 80, IPPROTO_TCP, false, -1 },
+	{ "IPv4 echo reply (not an error) that quotes a tuple: untouched", 4, 0, 0, "192.0.2.77", "192.0.2.77",
+	  "10.99.0.2", CLIENT_PORT, UP_PORT, IPPROTO_TCP, false, -1 },
+	{ "ICMPv6 echo reply (not an error): untouched", 6, 129, 0, "2001:db8:77::77", "2001:db8:77::77",
+	  "2001:db8:99::2", CLIENT_PORT, UP_PORT, IPPROTO_TCP, false, -1 },
+};
+
+static size_t build_icmp(uint8_t *p, const struct icmp_case *c)
 {
-	const struct steer_case *c = *state;
-	uint8_t in[256], out[256];
+	bool v6 = c->family == 6;
+	int af = v6 ? AF_INET6 : AF_INET;
+	size_t ip_len = v6 ? 40 : 20, icmp = 14 + ip_len, inner = icmp + 8, inner_l4 = inner + ip_len;
+	size_t total = inner_l4 + 8;
+
+	memset(p, 0, 256);
+	memset(p, 0x02, 12);
+	put16(p + 12, v6 ? 0x86DD : 0x0800);
+	if (v6) {
+		p[14] = 0x60;
+		put16(p + 18, (uint16_t)(total - 14 - 40));
+		p[20] = IPPROTO_ICMPV6;
+		p[21] = 64;
+		inet_pton(af, "2001:db8:99::fe", p + 22);
+		inet_pton(af, c->dst, p + 38);
+		p[inner] = 0x60;
+		put16(p + inner + 4, 20);
+		p[inner + 6] = (uint8_t)c->q_proto;
+		p[inner + 7] = 64;
+		inet_pton(af, c->q_src, p + inner + 8);
+		inet_pton(af, c->q_dst, p + inner + 24);
+	} else {
+		p[14] = 0x45;
+		put16(p + 16, (uint16_t)(total - 14));
+		p[22] = 64;
+		p[23] = IPPROTO_ICMP;
+		inet_pton(af, "10.99.0.254", p + 26);
+		inet_pton(af, c->dst, p + 30);
+		p[inner] = 0x45;
+		put16(p + inner + 2, 40);
+		p[inner + 8] = 64;
+		p[inner + 9] = (uint8_t)c->q_proto;
+		inet_pton(af, c->q_src, p + inner + 12);
+		inet_pton(af, c->q_dst, p + inner + 16);
+	}
+	p[icmp] = c->type;
+	p[icmp + 1] = c->code;
+	put16(p + inner_l4, c->q_sport);
+	put16(p + inner_l4 + 2, c->q_dport);
+	return total;
+}
+
+/* Run the program on in (len bytes): it passes, rewrites nothing; its mark and the counter that moved, checked. */
+static void run_prog(const uint8_t *in, size_t len, bool marked, int moved)
+{
+	uint8_t out[256];
 	struct __sk_buff ctx = { 0 }, ctx_out = { 0 };
 	uint64_t before[MMP_STEER_CNT_MAX];
-	size_t len = build(in, c);
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (uint32_t)len, .data_out = out,
 		    .data_size_out = sizeof(out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .ctx_out = &ctx_out,
 		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
@@ -156,18 +233,39 @@ static void run_case(void **state)
 		before[i] = counter(i);
 	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.mmp_steer_in), &opts), 0);
 	assert_int_equal((int)opts.retval, TC_ACT_UNSPEC);
-	assert_int_equal(ctx_out.mark, c->marked ? MMP_STEER_MARK : 0);
+	assert_int_equal(ctx_out.mark, marked ? MMP_STEER_MARK : 0);
 	assert_int_equal(opts.data_size_out, len); /* nothing rewritten in length */
 	assert_memory_equal(out, in, len); /* nor in content */
 	for (int i = 0; i < MMP_STEER_CNT_MAX; i++)
-		assert_int_equal(counter(i) - before[i], i == c->counter ? 1 : 0);
+		assert_int_equal(counter(i) - before[i], i == moved ? 1 : 0);
 }
+
+static void run_icmp_case(void **state)
+{
+	const struct icmp_case *c = *state;
+	uint8_t in[256];
+
+	run_prog(in, build_icmp(in, c), c->marked, c->counter);
+}
+
+static void run_case(void **state)
+{
+	const struct steer_case *c = *state;
+	uint8_t in[256];
+
+	run_prog(in, build(in, c), c->marked, c->counter);
+}
+
+#define N_CASES (sizeof(cases) / sizeof(cases[0]))
+#define N_ICMP (sizeof(icmp_cases) / sizeof(icmp_cases[0]))
 
 int main(void)
 {
-	struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0])];
+	struct CMUnitTest tests[N_CASES + N_ICMP];
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	for (size_t i = 0; i < N_CASES; i++)
 		tests[i] = (struct CMUnitTest){ cases[i].name, run_case, NULL, NULL, (void *)&cases[i] };
+	for (size_t i = 0; i < N_ICMP; i++)
+		tests[N_CASES + i] = (struct CMUnitTest){ icmp_cases[i].name, run_icmp_case, NULL, NULL, (void *)&icmp_cases[i] };
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
