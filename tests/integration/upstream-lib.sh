@@ -78,11 +78,12 @@ ub_capture_count() {
 	grep -c ' IP6\? ' "$T_TMP/uplink.txt"
 }
 
-# ub_steer_counter NAME: a counter of mmp_steer_cnt (per-CPU, summed).
+# ub_steer_counter NAME [PIN_DIR]: a counter of mmp_steer_cnt (per-CPU, summed), of the suite's instance or
+# the one pinned in PIN_DIR.
 ub_steer_counter() {
 	local idx
-	case $1 in marked) idx=0 ;; marked_late) idx=1 ;; passed) idx=2 ;; esac
-	bpftool -j map lookup pinned "$MMP_PINDIR/mmp_steer_cnt" key "$idx" 0 0 0 2>/dev/null |
+	case $1 in marked) idx=0 ;; marked_late) idx=1 ;; passed) idx=2 ;; icmp_marked) idx=3 ;; esac
+	bpftool -j map lookup pinned "${2:-$MMP_PINDIR}/mmp_steer_cnt" key "$idx" 0 0 0 2>/dev/null |
 		jq '[.formatted.values[].value] | add // 0' 2>/dev/null || echo 0
 }
 
