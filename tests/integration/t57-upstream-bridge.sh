@@ -65,7 +65,9 @@ ub_extra_checks() {
 	wait "$bg" || case_fail "the transfer in flight failed: $(grep -v '^local ' "$bg_out" | tr '\n' ' ')"
 	# The predecessor's transfer, byte for byte both ways (mmpt-upstream's "done" line against the client's).
 	read -r _ _ cs csh _ crn crsh _ <<<"$(grep '^xfer ' "$bg_out")"
-	if done_line=$(log_since "$UB_UP4_LOG" "$mark" | grep -m1 "^done $UB_CLIENT4 $cport "); then
+	# The client is done once it sent its last byte and read the upstream's EOF: the proxy may still be
+	# forwarding megabytes, so the upstream's "done" comes later (CI saw it missing when read at once).
+	if done_line=$(wait_log_since "$UB_UP4_LOG" "$mark" "^done $UB_CLIENT4 $cport " 15); then
 		read -r _ _ _ _ un ush _ urn ursh <<<"$done_line"
 		[[ $urn == "$cs" && $ursh == "$csh" && $cs == $((4 << 30)) ]] ||
 			case_fail "client->upstream: sent ${cs:-?} ${csh:0:12}, upstream got ${urn:-?} ${ursh:0:12}"
