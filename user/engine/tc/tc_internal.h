@@ -207,9 +207,7 @@ void mmp_tc_unbound_queues(struct mmp_conn *c);
 /* Both receive queues are within their bound (or waited for long enough): a hand-off may start. */
 bool mmp_tc_queues_small(struct mmp_conn *c);
 
-/* tc_handoff.c */
-/* Start the hand-off of a spliced connection. On ineligibility logs why (-v 2) and leaves c on splice. */
-/* Once a second: hook the interface an upstream beyond loopback's route uses now (tc_load.c). */
+/* tc_load.c: once a second, hook the interface an upstream beyond loopback's route uses now. */
 void mmp_tc_follow_upstreams(struct mmp_tc *tc);
 /* tc_paths.c: whether ifindex is one of the interfaces hooked besides lo (ingress and egress). */
 bool mmp_tc_hooked(const struct mmp_tc *tc, int ifindex);
@@ -223,6 +221,9 @@ const char *mmp_tc_upstream_path_ineligible(struct mmp_tc *tc, struct mmp_conn *
 					    const struct tcp_info *b);
 /* The flow's interfaces in and its redirects out, from T(c)->oif and T(c)->up_oif. */
 void mmp_tc_set_paths(struct mmp_tc *tc, const struct mmp_conn *c, struct mmp_tc_flow *flow);
+
+/* tc_handoff.c */
+/* Start the hand-off of a spliced connection. On ineligibility logs why (-v 2) and leaves c on splice. */
 void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c);
 /* Progress a connection in HOLD (after splice events, and from the poll list). */
 void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c);
