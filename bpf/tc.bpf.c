@@ -69,6 +69,14 @@ struct {
 	__type(value, struct mmp_tc_flow);
 } mmp_tc_flows SEC(".maps");
 
+/* Looked up only while a flow's `carrying` has a bit set: the first round trips after its switch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MMP_TC_MAX_FLOWS_DEFAULT);
+	__type(key, __u64);
+	__type(value, struct mmp_tc_carry);
+} mmp_tc_carry SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MMP_TC_CNT_MAX);
@@ -622,10 +630,70 @@ static __always_inline int deliver(struct __sk_buff *skb, const struct mmp_tc_di
  */
 const volatile __u32 mmp_tc_upstream_mark = 0;
 
-/* SPLICE: rewrite a peer's segment into the other connection. */
-static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struct mmp_tc_stats *st, int dir,
-				     const struct mmp_tc_dir *d, const struct mmp_tc_dir *other, bool reset)
+#define CARRY_PASS 0
+#define CARRY_DROP 1
+
+/*
+ * The segment's sender is the receiver of carry k, whose bytes userspace
+ * still delivers (include/mmp_tc.h, struct mmp_tc_carry). Its ack is
+ * recorded for that sender; while below the carry's end, the ack the other
+ * peer sees is raised to what that peer was already acked (anything lower
+ * is an old ACK to it: ignored at best, the segment dropped once beyond its
+ * max_window), and the window shrinks by the carried bytes still unacked.
+ * A raised pure ACK that opens no more window than the last one is a
+ * duplicate ACK to the other peer: dropped (docs/DESIGN.md §3b).
+ */
+static __always_inline int carry_clamp(struct mmp_tc_flow *flow, struct mmp_tc_carry *c, int k, struct pkt *p,
+				       const struct mmp_tc_dir *d, __u8 flags, __u32 *ack)
 {
+	__u32 raw = rd32(&p->old.h[8]), gap, wnd, win, edge;
+	__u32 bit = k ? MMP_TC_CARRY_DOWN : MMP_TC_CARRY_UP;
+
+	k &= 1;
+	c->seen[k] += 1;
+	wnd = ((__u32)p->old.h[14] << 8 | p->old.h[15]) << (d->wscale_in & 15);
+	if (!(flags & (TH_SYN | TH_RST))) {
+		edge = raw + wnd;
+		if ((__s32)(edge - c->edge[k]) > 0)
+			c->edge[k] = edge;
+	}
+	if ((__s32)(raw - c->acked[k]) > 0)
+		c->acked[k] = raw;
+	gap = c->end[k] - raw;
+	/*
+	 * Cleared with a plain write: the two directions may race to clear
+	 * their bits, and one may put the other's back. That costs a lookup
+	 * on its next segment, which finds the carry done and clears it again.
+	 */
+	if ((__s32)gap <= 0) {
+		flow->carrying &= ~bit;
+		return CARRY_PASS;
+	}
+	*ack = c->end[k] + d->ack_delta;
+	wr32(&p->new.h[8], *ack);
+	count(MMP_TC_CNT_CARRY_ACKS_CLAMPED);
+	if (flags & (TH_SYN | TH_RST))
+		return CARRY_PASS;
+	win = (wnd > gap ? wnd - gap : 0) >> (d->wscale_out & 15);
+	if (win > 65535)
+		win = 65535;
+	p->new.h[14] = win >> 8;
+	p->new.h[15] = win;
+	if (p->payload == 0 && !(flags & TH_FIN) && win <= c->win_sent[k]) {
+		count(MMP_TC_CNT_CARRY_ACKS_DROPPED);
+		return CARRY_DROP;
+	}
+	c->win_sent[k] = win;
+	return CARRY_PASS;
+}
+
+/* SPLICE: rewrite a peer's segment into the other connection. */
+static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struct mmp_tc_flow *flow, const __u64 *id,
+				     int dir, const struct mmp_tc_dir *d, const struct mmp_tc_dir *other, bool reset)
+{
+	struct mmp_tc_stats *st = &flow->st;
+	struct mmp_tc_carry *carry = NULL;
+	bool behind = false; /* a pure ACK to a receiver that still takes carried bytes */
 	__u8 flags = p->old.h[13];
 	int has_ack = flags & TH_ACK;
 	__u32 seq, ack = 0, win;
@@ -653,6 +721,30 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 		p->new.h[14] = win >> 8;
 		p->new.h[15] = win;
 	}
+	/*
+	 * Right after a switch that carried bytes across (include/mmp_tc.h):
+	 * dir's sender acks carry dir ^ 1 (up's segments the bytes carried to
+	 * the load balancer, and back), and its receiver still takes carry dir.
+	 */
+	if (flow->carrying) {
+		__u32 mine = dir ? MMP_TC_CARRY_DOWN : MMP_TC_CARRY_UP;
+
+		carry = bpf_map_lookup_elem(&mmp_tc_carry, id);
+		if (!carry) {
+			flow->carrying = 0; /* userspace removed it: done, or given up */
+		} else {
+			if (has_ack && (flow->carrying & ~mine) &&
+			    carry_clamp(flow, carry, dir ^ 1, p, d, flags, &ack) == CARRY_DROP)
+				return TC_ACT_SHOT;
+			if (has_ack && !(flags & (TH_SYN | TH_RST)) && (__s32)(ack - carry->fwd_ack[dir & 1]) >= 0) {
+				carry->fwd_ack[dir & 1] = ack;
+				carry->fwd_win[dir & 1] = (__u32)p->new.h[14] << 8 | p->new.h[15];
+			}
+			behind = (flow->carrying & mine) && p->payload == 0 && !(flags & (TH_SYN | TH_FIN | TH_RST));
+			if (behind)
+				wr32(&p->new.h[4], carry->acked[dir & 1]);
+		}
+	}
 	if (p->tcp_len > TCP_HLEN && (d->timestamps || d->sack)) {
 		struct opt_scan o;
 		int tsecr_known = 0;
@@ -667,6 +759,8 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 		if (o.ts)
 			tsecr_known = (__s32)(rd32(&p->old.h[bound63(o.ts + 4)]) - other->ts_base) >= 0;
 		rewrite_options(p, &o, d->tsval_delta, -other->tsval_delta, tsecr_known, d->ack_delta, has_ack);
+		if (behind && carry && o.ts)
+			wr32(&p->new.h[bound63(o.ts)], carry->tsval[dir & 1]);
 	}
 
 	if (commit(skb, p, &d->out)) {
@@ -816,7 +910,7 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 			return TC_ACT_SHOT;
 		}
 	}
-	return translate(skb, p, st, dir, d, other, reset);
+	return translate(skb, p, flow, &tv->flow, dir, d, other, reset);
 }
 
 /*

@@ -10,6 +10,8 @@
  *                   translation, and the stats (packets, bytes, FIN/RST, last
  *                   seen); written whole by userspace up to the switch, then
  *                   only the stats, by the programs
+ *   mmp_tc_carry    HASH: flow id -> the bytes a hand-off carried across
+ *                   (struct mmp_tc_carry), while a receiver has not acked them
  *   mmp_tc_counters PERCPU_ARRAY: global counters
  *
  * Names: L = load balancer, P = the proxy's listen address (conn1 = L<->P),
@@ -27,6 +29,7 @@
 /* Pinned by versions before the stats moved into mmp_tc_flows: unpinned at exit, never created. */
 #define MMP_TC_LEGACY_STATS_MAP "mmp_tc_stats"
 #define MMP_TC_COUNTERS_MAP "mmp_tc_counters"
+#define MMP_TC_CARRY_MAP "mmp_tc_carry"
 #define MMP_TC_MAX_FLOWS_DEFAULT 65536
 
 /* A TCP 4-tuple as seen on the wire; IPv4 addresses use the first 4 bytes. */
@@ -118,10 +121,56 @@ static inline int mmp_tc_flow_ended(const struct mmp_tc_stats *st)
  */
 struct mmp_tc_flow {
 	__u32 mode; /* enum mmp_tc_mode */
-	__u32 pad;
+	/*
+	 * MMP_TC_CARRY_UP / _DOWN: that direction's carried bytes are not all
+	 * acked yet, so the acks for them are clamped (mmp_tc_carry). Set by
+	 * userspace at the switch, cleared by the programs.
+	 */
+	__u32 carrying;
 	struct mmp_tc_dir up; /* L->P becomes C->U */
 	struct mmp_tc_dir down; /* U->C becomes P->L */
 	struct mmp_tc_stats st;
+};
+
+/*
+ * Carrying queued bytes across (docs/DESIGN.md §3b, "The hand-off carries
+ * what is queued"). At the switch the proxy's sockets still held bytes: the
+ * send queue toward a peer, the splice pipe, the receive queue from the other
+ * peer. Userspace sends them from a raw socket ([k] 0: to the upstream,
+ * 1: to the load balancer) and the new peer's segments are translated to
+ * land after them. Until the receiver acks `end` (in its own sequence
+ * space, i.e. the ack field of its segments as they arrive), the ack the
+ * other peer sees is raised to what it was already acked, the window shrinks
+ * by what is still unacked, and a raised pure ACK that opens no window is
+ * dropped (it would read as a duplicate ACK).
+ */
+#define MMP_TC_CARRY_UP 1u /* [0]: bytes to the upstream, acked by its segments (role DOWN) */
+#define MMP_TC_CARRY_DOWN 2u /* [1]: bytes to the load balancer, acked by its segments (role UP) */
+
+struct mmp_tc_carry {
+	__u32 end[2]; /* the receiver's ack that covers every carried byte */
+	/* Written by the programs: what userspace's sender paces and retransmits by. */
+	__u32 acked[2]; /* the receiver's highest ack seen */
+	__u32 edge[2]; /* its highest ack + window: the sender may send below it */
+	__u32 win_sent[2]; /* the last window forwarded in a clamped ACK (the sender's scale) */
+	__u32 seen[2]; /* the receiver's segments: one that answers with a closed window is alive */
+	/*
+	 * The carried segments' TSval. A pure ACK of the other peer's sent
+	 * to this receiver meanwhile goes at the receiver's own ack (a seq
+	 * beyond its window would be dropped, and the ack in it lost) with
+	 * this TSval: in sequence, it sets the receiver's ts_recent, and the
+	 * carried segments after it must still pass PAWS.
+	 */
+	__u32 tsval[2];
+	/*
+	 * The ack and window (the receiver's scale) the other peer's last
+	 * translated segment gave the receiver: the carried segments carry
+	 * them too. With the ack they had at the switch, once the receiver
+	 * sent more than its max_window since, it would drop them whole as
+	 * too old (SKB_DROP_REASON_TCP_TOO_OLD_ACK).
+	 */
+	__u32 fwd_ack[2];
+	__u32 fwd_win[2];
 };
 
 /*
@@ -172,7 +221,9 @@ struct mmp_tc_sock_query {
 	X(RST_CHALLENGED, "rsts_in_window_passed", "in-window RSTs not at snd_nxt: passed, the endpoint challenges them") \
 	X(SYN_CHALLENGED, "syns_on_live_flows_passed", "SYNs on a live flow: passed, the endpoint challenges them") \
 	X(WRONG_IFACE, "packets_on_another_interface", "a flow's tuple on another interface: not translated") \
-	X(BAD_IP_HEADER, "bad_ip_headers_passed", "IP headers with another version than their ethertype's, or an IPv4 IHL under 5: passed untouched")
+	X(BAD_IP_HEADER, "bad_ip_headers_passed", "IP headers with another version than their ethertype's, or an IPv4 IHL under 5: passed untouched") \
+	X(CARRY_ACKS_CLAMPED, "carry_acks_clamped", "ACKs raised while a hand-off's carried bytes were unacked") \
+	X(CARRY_ACKS_DROPPED, "carry_acks_dropped", "raised pure ACKs that opened no window: dropped (they would read as duplicate ACKs)")
 
 enum mmp_tc_counter {
 #define MMP_TC_X_ENUM(id, name, help) MMP_TC_CNT_##id,

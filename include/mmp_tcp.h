@@ -41,7 +41,13 @@
 	X(steered, "steered",                                                                                   \
 	  "upstream connections beyond loopback whose replies are steered to the proxy by tuple")                  \
 	X(tc_beyond_loopback, "tc_beyond_loopback",                                                             \
-	  "flows the tc engine spliced between two interfaces: their upstream is beyond loopback")
+	  "flows the tc engine spliced between two interfaces: their upstream is beyond loopback")              \
+	X(tc_carried, "tc_carried",                                                                             \
+	  "tc hand-offs that carried queued bytes across instead of waiting for them to drain")                    \
+	X(tc_carried_bytes, "tc_carried_bytes", "bytes tc hand-offs carried across, both directions")              \
+	X(tc_carry_resent, "tc_carry_resent", "carried bytes sent again: the receiver had not acked them in time") \
+	X(tc_carry_abandoned, "tc_carry_abandoned",                                                             \
+	  "carries given up: the receiver sent nothing for 10 s (its flow was removed)")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(id, name, help) __u64 id;

@@ -24,7 +24,7 @@ struct mmp_timer {
 	void (*fn)(struct mmp_loop *loop, struct mmp_timer *t);
 };
 
-#define MMP_LOOP_TIMERS 4
+#define MMP_LOOP_TIMERS 6
 
 struct mmp_loop {
 	int id; /* the listener thread's number */

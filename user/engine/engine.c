@@ -208,3 +208,10 @@ void mmp_engine_drain_state(const struct mmp_conn *c, struct mmp_drain *d)
 	if (c->engine && c->engine->ops->drain_state)
 		c->engine->ops->drain_state(c, d);
 }
+
+ssize_t mmp_engine_take_buffered(struct mmp_conn *c, int dir, void *buf, size_t len)
+{
+	if (!c->engine || !c->engine->ops->take_buffered)
+		return -EOPNOTSUPP;
+	return c->engine->ops->take_buffered(c, dir, buf, len);
+}

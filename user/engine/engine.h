@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h> /* ssize_t */
 #include "core/conn.h"
 
 struct mmp_config;
@@ -81,6 +82,12 @@ struct mmp_engine_ops {
 	void (*release)(struct mmp_loop *loop, struct mmp_conn *c);
 	/* For engines that others take over from (optional). */
 	void (*drain_state)(const struct mmp_conn *c, struct mmp_drain *d);
+	/*
+	 * For engines that others take over from (optional): move up to len of
+	 * the bytes direction dir buffers (as in struct mmp_drain) into buf, in
+	 * order. Returns how many, or a negative errno.
+	 */
+	ssize_t (*take_buffered)(struct mmp_conn *c, int dir, void *buf, size_t len);
 	/* For engines that take flows over (optional): c ended in its first engine's first step, before its turn. */
 	void (*ended_first)(struct mmp_loop *loop, struct mmp_conn *c);
 };
@@ -127,5 +134,7 @@ void mmp_engine_poll(struct mmp_loop *loop, struct mmp_conn *c);
 void mmp_engine_release(struct mmp_loop *loop, struct mmp_conn *c);
 /* For a takeover engine: what c's engine still holds. */
 void mmp_engine_drain_state(const struct mmp_conn *c, struct mmp_drain *d);
+/* For a takeover engine: take what c's engine buffers of one direction (-EOPNOTSUPP: it cannot say). */
+ssize_t mmp_engine_take_buffered(struct mmp_conn *c, int dir, void *buf, size_t len);
 
 #endif

@@ -288,10 +288,38 @@ static void splice_drain_state(const struct mmp_conn *c, struct mmp_drain *d)
 	d->fin_seen = dir_of(c, 0)->src_eof || dir_of(c, 1)->src_eof;
 }
 
+/*
+ * A hand-off carries what this engine holds across (docs/DESIGN.md §3b):
+ * read up to len bytes of direction i out of its pipe or copy buffer, in
+ * order. Returns how many, or a negative errno.
+ */
+static ssize_t splice_take_buffered(struct mmp_conn *c, int i, void *buf, size_t len)
+{
+	struct mmp_splice_dir *d = dir_of(c, i);
+	size_t want = len < d->in_pipe ? len : d->in_pipe, got = 0;
+
+	if (d->no_pipe) {
+		memcpy(buf, d->copy_buf + d->copy_off, want);
+		d->copy_off += want;
+		d->in_pipe -= want;
+		return (ssize_t)want;
+	}
+	while (got < want) {
+		ssize_t n = read(d->pipe_rd, (char *)buf + got, want - got);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		got += (size_t)n;
+		d->in_pipe -= (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 const struct mmp_engine_ops mmp_splice_ops = {
 	.name = "splice",
 	.start = splice_start,
 	.event = splice_event,
 	.release = splice_release,
 	.drain_state = splice_drain_state,
+	.take_buffered = splice_take_buffered,
 };

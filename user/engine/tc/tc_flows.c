@@ -102,6 +102,8 @@ void mmp_tc_delete_flow(struct mmp_tc *tc, uint64_t flow, const struct flow_tupl
 			bpf_map_delete_elem(tc->tuples_fd, &ft->t[i]);
 	}
 	bpf_map_delete_elem(tc->flows_fd, &flow);
+	/* Gone with its flow: a carry that never finished (the peers reset, an instance died in it). */
+	bpf_map_delete_elem(tc->carry_fd, &flow);
 }
 
 bool mmp_tc_forget_stale_tuple(struct mmp_tc *tc, const struct mmp_tc_tuple *t)

@@ -17,6 +17,7 @@
 #include "core/counters.h"
 #include "core/histogram.h"
 #include "core/loop.h"
+#include "engine/tc/tc_carry.h"
 #include "engine/tc/tc_frozen.h"
 #include "engine/tc/tc_internal.h"
 #include "engine/tc/tc_peer_acks.h"
@@ -113,6 +114,18 @@ static void open_egress_hooks(struct mmp_tc *tc)
 		;
 }
 
+/* What each receiver had acked when the flow's first attempt began (note_reading). */
+static void note_acked_at_start(struct mmp_conn *c)
+{
+	struct tcp_info a, b;
+
+	T(c)->acked_seen[0] = T(c)->acked_seen[1] = UINT64_MAX; /* unknown: reads nothing */
+	if (mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
+		return;
+	T(c)->acked_seen[0] = b.tcpi_bytes_acked;
+	T(c)->acked_seen[1] = a.tcpi_bytes_acked;
+}
+
 void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = tc_of(c);
@@ -163,6 +176,10 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	T(c)->hold_end_ms = mmp_now_ms() + HOLD_MAX_MS;
 	T(c)->pending_best = UINT64_MAX;
 	T(c)->free_acked = 0;
+	T(c)->zero_ms = T(c)->both_held ? 0 : mmp_now_ms();
+	T(c)->rx_ms = 0;
+	if (T(c)->attempts == 1)
+		note_acked_at_start(c);
 	/*
 	 * A staged hold must stop the first peer now: a stream keeps the proxy's
 	 * segments toward it rare, and until one carries window 0 it goes on
@@ -273,6 +290,138 @@ static void note_free_direction(struct mmp_conn *c, bool lb_held)
 	}
 }
 
+/*
+ * What a switch now would carry across each way ([0] to the upstream, [1] to
+ * the load balancer), from the sockets' state f1 (conn1) and f2 (conn2), live
+ * or frozen, and whether the receiver's window takes it whole.
+ */
+struct carry_plan {
+	uint32_t rq[2]; /* [0] conn1's receive queue (goes up), [1] conn2's */
+	size_t buffered[2]; /* what the engine holds, by direction */
+	uint64_t len[2];
+	bool fits[2];
+};
+
+static int plan_carry(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2,
+		      struct carry_plan *cp)
+{
+	int rq1 = mmp_tc_queue_bytes(c->client.fd, SIOCINQ), rq2 = mmp_tc_queue_bytes(c->upstream.fd, SIOCINQ);
+	struct mmp_drain d;
+
+	if (rq1 < 0 || rq2 < 0)
+		return -1;
+	mmp_engine_drain_state(c, &d);
+	cp->rq[0] = (uint32_t)rq1;
+	cp->rq[1] = (uint32_t)rq2;
+	cp->buffered[0] = d.buffered[0];
+	cp->buffered[1] = d.buffered[1];
+	cp->len[0] = (uint64_t)(f2->write_seq - f2->snd_una) + d.buffered[0] + (uint32_t)rq1;
+	cp->len[1] = (uint64_t)(f1->write_seq - f1->snd_una) + d.buffered[1] + (uint32_t)rq2;
+	/*
+	 * Within the receiver's window, or the receiver reads: it acked bytes
+	 * since the last look (T(c)->reading). A peer that never reads would
+	 * hold a carry beyond its window forever, so its flow stays on splice,
+	 * where the other direction goes on. An echo peer held at window 0
+	 * stops reading once it cannot write, with its window nearly closed,
+	 * but starts again as soon as the switch lets it write.
+	 */
+	for (int k = 0; k < 2; k++)
+		cp->fits[k] = cp->len[k] <= TC_CARRY_MAX &&
+			      (cp->len[k] <= (k ? f1 : f2)->win.snd_wnd || T(c)->reading[k]);
+	return 0;
+}
+
+/*
+ * Does each receiver read? It acked bytes since the flow's first attempt
+ * began (live sockets only). Not since the last look, nor since this
+ * attempt: an echo peer stops reading a few ms into a hold, and after an
+ * attempt that gave up it may still sit in persist mode when the next one
+ * starts. A peer that never reads had filled its window before the first
+ * attempt (--tc-handoff-delay) and acks nothing after it.
+ */
+static void note_reading(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2)
+{
+	uint64_t acked[2] = { f2->ti.tcpi_bytes_acked, f1->ti.tcpi_bytes_acked };
+
+	for (int k = 0; k < 2; k++)
+		T(c)->reading[k] = acked[k] > T(c)->acked_seen[k];
+}
+
+
+/*
+ * Would what direction up (and/or down) holds fit its receiver's window now?
+ * The live sockets' state, read as the raw ACKs read it.
+ */
+static bool carry_fits(struct mmp_conn *c, bool up, bool down)
+{
+	struct mmp_tc_frozen f1, f2;
+	struct carry_plan cp;
+
+	if (mmp_tc_read_sock(tc_of(c), c->client.fd, &T(c)->tuples[MMP_TC_ROLE_UP], &f1) ||
+	    mmp_tc_read_sock(tc_of(c), c->upstream.fd, &T(c)->tuples[MMP_TC_ROLE_DOWN], &f2) ||
+	    f1.ti.tcpi_state != TCP_STATE_ESTABLISHED || f2.ti.tcpi_state != TCP_STATE_ESTABLISHED)
+		return false;
+	note_reading(c, &f1, &f2);
+	if (plan_carry(c, &f1, &f2, &cp))
+		return false;
+	return (!up || cp.fits[0]) && (!down || cp.fits[1]);
+}
+
+/*
+ * The held peers stopped sending: since they were told window 0, nothing
+ * arrived from them for TC_SETTLE_MS, or a round trip when longer. Their
+ * segments in flight have landed, so the freeze drops none that a peer
+ * would have to resend by timeout.
+ */
+static bool settled(struct mmp_conn *c, bool lb, bool upstream)
+{
+	struct tcp_info a, b;
+	uint64_t now = mmp_now_ms(), wait, rtt_ms;
+
+	if (!T(c)->zero_ms || mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
+		return false;
+	if ((lb && a.tcpi_bytes_received != T(c)->rx[0]) || (upstream && b.tcpi_bytes_received != T(c)->rx[1]) ||
+	    !T(c)->rx_ms) {
+		T(c)->rx[0] = a.tcpi_bytes_received;
+		T(c)->rx[1] = b.tcpi_bytes_received;
+		T(c)->rx_ms = now;
+		return false;
+	}
+	rtt_ms = (a.tcpi_rtt > b.tcpi_rtt ? a.tcpi_rtt : b.tcpi_rtt) / 1000 + 1;
+	wait = rtt_ms > TC_SETTLE_MS ? rtt_ms : TC_SETTLE_MS;
+	return now >= T(c)->rx_ms + wait && now >= T(c)->zero_ms + wait;
+}
+
+/*
+ * Carry rather than drain: a stream's queues hold at least TC_CARRY_MIN_BYTES,
+ * or a hold that did not drain within TC_CARRY_AFTER_MS (a slow peer). Only
+ * where both connections run over lo, for now: with a remote load balancer
+ * (t60 at 50 streams over a veth) some carries to it crawled at one window per
+ * resend and the upstream's RTOs showed its segments dropped meanwhile
+ * (docs/DESIGN.md §3b, "Not covered").
+ */
+static bool carry_worth(const struct mmp_conn *c, uint64_t pending)
+{
+	if (T(c)->oif || T(c)->up_oif)
+		return false;
+	return pending >= TC_CARRY_MIN_BYTES || mmp_now_ns() - T(c)->start_ns >= TC_CARRY_AFTER_MS * 1000000ULL;
+}
+
+/*
+ * Both peers held: switch with the queues as they are, carrying their bytes
+ * across, once both were told window 0, have settled, and each receiver's
+ * window takes what is carried to it.
+ */
+static bool carry_ready(struct mmp_conn *c)
+{
+	if (!T(c)->zero_ms) {
+		mmp_tc_announce_window(tc_of(c), c, true, true, true);
+		T(c)->zero_ms = mmp_now_ms();
+		return false;
+	}
+	return settled(c, true, true) && carry_fits(c, true, true);
+}
+
 /* Nothing queued anywhere: both sockets' receive and send queues, and what the flow's engine buffers. */
 static bool quiet(struct mmp_conn *c)
 {
@@ -282,9 +431,14 @@ static bool quiet(struct mmp_conn *c)
 	return direction_quiet(c, &d, true) && direction_quiet(c, &d, false);
 }
 
-/* Both directions' translation from the frozen state (1 = conn1 L<->P, 2 = conn2 C<->U). */
+/*
+ * Both directions' translation from the frozen state (1 = conn1 L<->P, 2 =
+ * conn2 C<->U). end2 and end1: where conn2's and conn1's streams end once the
+ * bytes carried to the upstream and to the load balancer are counted: the
+ * peers' new bytes continue from there.
+ */
 static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, const struct mmp_tc_frozen *f1,
-		       const struct mmp_tc_frozen *f2)
+		       const struct mmp_tc_frozen *f2, uint32_t end1, uint32_t end2)
 {
 	bool ts = f1->ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
 	bool sack = f1->ti.tcpi_options & TCPI_OPT_SACK;
@@ -293,8 +447,8 @@ static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, c
 	flow->mode = MMP_TC_MODE_SPLICE;
 	/* L->P becomes C->U: L's bytes continue conn2's stream; L's acks cover U's bytes. */
 	flow->up.out = ft->t[MMP_TC_ROLE_HOLD_CONN2];
-	flow->up.seq_delta = f2->write_seq - f1->rcv_nxt;
-	flow->up.ack_delta = f2->rcv_nxt - f1->write_seq;
+	flow->up.seq_delta = end2 - f1->rcv_nxt;
+	flow->up.ack_delta = f2->rcv_nxt - end1;
 	flow->up.ts_base = f2->tsval + TS_MARGIN;
 	/* L's next TSvals are >= the last one conn1 accepted: translated, >= ts_base. */
 	flow->up.tsval_delta = ts ? flow->up.ts_base - f1->ts_recent : 0;
@@ -302,8 +456,8 @@ static void build_flow(struct mmp_tc_flow *flow, const struct flow_tuples *ft, c
 	flow->up.wscale_out = mmp_tc_wscale(&f2->ti, false);
 	/* U->C becomes P->L. */
 	flow->down.out = ft->t[MMP_TC_ROLE_HOLD_CONN1];
-	flow->down.seq_delta = f1->write_seq - f2->rcv_nxt;
-	flow->down.ack_delta = f1->rcv_nxt - f2->write_seq;
+	flow->down.seq_delta = end1 - f2->rcv_nxt;
+	flow->down.ack_delta = f1->rcv_nxt - end2;
 	flow->down.ts_base = f1->tsval + TS_MARGIN;
 	flow->down.tsval_delta = ts ? flow->down.ts_base - f2->ts_recent : 0;
 	flow->down.wscale_in = mmp_tc_wscale(&f2->ti, true);
@@ -377,13 +531,14 @@ static void describe_queues(struct mmp_conn *c, const char *what, char *buf, siz
 }
 
 /*
- * Both sockets into repair mode and their state read: NULL, or why the flow
- * cannot switch, in why[]. A FIN or RST that reached a socket before the
- * freeze leaves it not ESTABLISHED: that flow stays on splice, which
- * forwards it. *late_data: only a segment that landed late was in the way.
+ * Both sockets into repair mode and their state read, and what the switch
+ * carries across planned: NULL, or why the flow cannot switch, in why[]. A
+ * FIN or RST that reached a socket before the freeze leaves it not
+ * ESTABLISHED: that flow stays on splice, which forwards it. *late_data: only
+ * bytes that landed late, beyond a receiver's window, were in the way.
  */
-static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, struct mmp_tc_frozen *f2, char *why,
-				  size_t len, bool *late_data)
+static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, struct mmp_tc_frozen *f2,
+				  struct carry_plan *cp, char *why, size_t len, bool *late_data)
 {
 	struct mmp_tc *tc = tc_of(c);
 	int err;
@@ -398,26 +553,113 @@ static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, 
 	else if (f1->ti.tcpi_state != TCP_STATE_ESTABLISHED || f2->ti.tcpi_state != TCP_STATE_ESTABLISHED)
 		snprintf(why, len, "a FIN or RST arrived while freezing (TCP state: load balancer's %u, upstream's %u)",
 			 f1->ti.tcpi_state, f2->ti.tcpi_state);
-	else if (!quiet(c)) {
+	else if (plan_carry(c, f1, f2, cp))
+		snprintf(why, len, "reading the frozen sockets' queues failed");
+	else if (!cp->fits[0] || !cp->fits[1]) {
 		*late_data = true;
-		describe_queues(c, "data arrived while freezing", why, len);
+		describe_queues(c, "what is queued no longer fits a receiver's window", why, len);
 	} else {
 		return NULL;
 	}
 	return why;
 }
 
-/* Freeze both sockets, switch the flow to SPLICE, close the sockets silently. */
+/* What the receiver's window leaves beyond the carried bytes, which end at end. */
+static uint32_t room_after(const struct mmp_tc_frozen *f, uint32_t end)
+{
+	int32_t room = (int32_t)(f->snd_una + f->win.snd_wnd - end);
+
+	return room > 0 ? (uint32_t)room : 0;
+}
+
+/*
+ * The carried bytes' segments: in the frozen socket's name, as it would
+ * have sent them (its ack and clock, the window of the far end less what is
+ * carried there), in the receiver's MSS.
+ */
+static void carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f,
+			   uint32_t window)
+{
+	cd->hdr.tuple = d->out;
+	cd->hdr.ack = f->rcv_nxt;
+	cd->hdr.window = window >> mmp_tc_wscale(&f->ti, false);
+	cd->hdr.timestamps = d->timestamps;
+	/* Below every translated TSval, above what the peer saw: as the window updates' (tc_peer_acks.c). */
+	cd->hdr.tsval = d->ts_base - TS_MARGIN / 2;
+	cd->hdr.tsecr = f->ts_recent;
+	cd->mss = f->ti.tcpi_snd_mss && f->ti.tcpi_snd_mss < MMP_TC_SEGMENT_MAX ? f->ti.tcpi_snd_mss
+										 : MMP_TC_SEGMENT_MAX;
+	cd->edge = f->snd_una + f->win.snd_wnd;
+}
+
+/*
+ * The bytes still queued, read from the frozen sockets: the flow's entry in
+ * mmp_tc_carry (the programs clamp the acks for them from the switch on) and
+ * the carrier that sends them. Returns 0, or a negative errno with nothing
+ * consumed.
+ */
+static int prepare_carry(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2,
+			 const struct carry_plan *cp, struct mmp_tc_carrier **out)
+{
+	struct mmp_tc_carrier *cr = calloc(1, sizeof(*cr));
+	int err;
+
+	*out = cr;
+	if (!cr)
+		return -ENOMEM;
+	err = mmp_tc_carry_read(c->upstream.fd, f2, cp->buffered[0], c->client.fd, cp->rq[0], &cr->dir[0]);
+	if (!err)
+		err = mmp_tc_carry_read(c->client.fd, f1, cp->buffered[1], c->upstream.fd, cp->rq[1], &cr->dir[1]);
+	return err;
+}
+
+/* The carry's entry in mmp_tc_carry: the receivers' ack that covers it all, and where they stand now. */
+static int publish_carry(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp_tc_carrier *cr,
+			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2, const uint32_t room[2])
+{
+	struct mmp_tc_carry e = {
+		.end = { f2->snd_una + cr->dir[0].len, f1->snd_una + cr->dir[1].len },
+		.acked = { f2->snd_una, f1->snd_una },
+		.edge = { f2->snd_una + f2->win.snd_wnd, f1->snd_una + f1->win.snd_wnd },
+		/* The windows the switch's updates announce: a clamped pure ACK must open more to pass. */
+		.win_sent = { room[0] >> mmp_tc_wscale(&f1->ti, false), room[1] >> mmp_tc_wscale(&f2->ti, false) },
+		.tsval = { cr->dir[0].hdr.tsval, cr->dir[1].hdr.tsval },
+		.fwd_ack = { cr->dir[0].hdr.ack, cr->dir[1].hdr.ack },
+		.fwd_win = { cr->dir[0].hdr.window, cr->dir[1].hdr.window },
+	};
+
+	return bpf_map_update_elem(tc->carry_fd, &T(c)->flow, &e, BPF_ANY) ? -errno : 0;
+}
+
+/* Back to the live sockets after a failed freeze; leaving repair mode sends a window probe. */
+static void unfreeze(struct mmp_loop *loop, struct mmp_conn *c, const char *why, bool again)
+{
+	mmp_tc_set_repair(c->client.fd, 0);
+	mmp_tc_set_repair(c->upstream.fd, 0);
+	mmp_tc_abort(loop, c, why);
+	if (again)
+		retry_later(loop, c);
+}
+
+/*
+ * Freeze both sockets, switch the flow to SPLICE with what they still hold
+ * carried across, close the sockets silently.
+ */
 static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 {
 	struct mmp_tc *tc = tc_of(c);
+	struct mmp_tc_worker *w = c->takeover->worker;
 	struct mmp_tc_flow flow = { .mode = MMP_TC_MODE_FREEZE };
 	struct mmp_tc_stats *st = &flow.st;
+	struct mmp_tc_carrier *cr = NULL;
 	struct flow_tuples ft;
 	struct mmp_tc_frozen f1, f2;
+	struct carry_plan cp;
 	char a[MMP_ADDRSTRLEN], why[192];
+	uint32_t end1, end2, room[2];
 	uint64_t took_us;
 	bool late_data;
+	int err;
 
 	memcpy(ft.t, T(c)->tuples, sizeof(ft.t));
 	mmp_tc_set_paths(tc, c, &flow);
@@ -429,21 +671,31 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	/*
 	 * A segment another CPU let through just before FREEZE is still on its
 	 * way into the socket: give it time to land, so the state we read next
-	 * includes it (or quiet() below sees it and aborts).
+	 * includes it.
 	 */
 	usleep(FREEZE_SETTLE_US);
-	if (freeze_sockets(c, &f1, &f2, why, sizeof(why), &late_data)) {
-		/* Rare: back to the live sockets; leaving repair mode sends a window probe. */
-		mmp_tc_set_repair(c->client.fd, 0);
-		mmp_tc_set_repair(c->upstream.fd, 0);
-		mmp_tc_abort(loop, c, why);
+	if (freeze_sockets(c, &f1, &f2, &cp, why, sizeof(why), &late_data)) {
 		/* A segment that landed late is no reason to keep a live flow off the kernel path. */
-		if (late_data)
-			retry_later(loop, c);
+		unfreeze(loop, c, why, late_data);
 		return;
 	}
-	build_flow(&flow, &ft, &f1, &f2);
+	err = prepare_carry(c, &f1, &f2, &cp, &cr);
+	if (err) {
+		mmp_tc_carrier_free(cr);
+		snprintf(why, sizeof(why), "reading the bytes to carry across failed: %s", strerror(-err));
+		unfreeze(loop, c, why, true);
+		return;
+	}
+	end2 = f2.snd_una + cr->dir[0].len;
+	end1 = f1.snd_una + cr->dir[1].len;
+	room[0] = room_after(&f2, end2);
+	room[1] = room_after(&f1, end1);
+	build_flow(&flow, &ft, &f1, &f2, end1, end2);
 	mmp_tc_set_paths(tc, c, &flow);
+	flow.carrying = (cr->dir[0].len ? MMP_TC_CARRY_UP : 0) | (cr->dir[1].len ? MMP_TC_CARRY_DOWN : 0);
+	cr->flow = T(c)->flow;
+	carrier_header(&cr->dir[0], &flow.up, &f2, room[1]);
+	carrier_header(&cr->dir[1], &flow.down, &f1, room[0]);
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st->last_seen_ns = mmp_now_ns();
 	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */
@@ -451,30 +703,64 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	st->snd_nxt[1] = f2.rcv_nxt;
 	st->rcv_wnd[0] = f2.win.snd_wnd;
 	st->rcv_wnd[1] = f1.win.snd_wnd;
+	if (flow.carrying && (err = publish_carry(tc, c, cr, &f1, &f2, room))) {
+		mmp_tc_carrier_free(cr);
+		snprintf(why, sizeof(why), "the carry's entry could not be written: %s", strerror(-err));
+		unfreeze(loop, c, why, true);
+		return;
+	}
+	/*
+	 * The engine's bytes leave it now, the sockets' were only peeked: from
+	 * here on the switch cannot be undone without losing them.
+	 */
+	if ((err = mmp_tc_carry_take(c, 0, &cr->dir[0])) || (err = mmp_tc_carry_take(c, 1, &cr->dir[1]))) {
+		pr_err("tc engine: client %s: taking the spliced bytes to carry across failed: %s; the connection is reset",
+		       mmp_conn_client_name(c, a), strerror(-err));
+		mmp_tc_carrier_free(cr);
+		bpf_map_delete_elem(tc->carry_fd, &T(c)->flow);
+		unfreeze(loop, c, "the spliced bytes were lost", false);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
+		return;
+	}
 	/* The last time userspace writes this entry: from here the programs own its stats. */
 	if (bpf_map_update_elem(tc->flows_fd, &T(c)->flow, &flow, BPF_EXIST)) {
-		mmp_tc_set_repair(c->client.fd, 0);
-		mmp_tc_set_repair(c->upstream.fd, 0);
-		mmp_tc_abort(loop, c, "switching the flow failed");
+		mmp_tc_carrier_free(cr);
+		bpf_map_delete_elem(tc->carry_fd, &T(c)->flow);
+		unfreeze(loop, c, "switching the flow failed", false);
+		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return;
 	}
 	/* The proxy's own tuples are gone with its sockets; the window updates reuse them. */
 	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN1]);
 	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN2]);
-	if (reset_during_switch(loop, c, &flow, &f1, &f2, &ft))
+	if (reset_during_switch(loop, c, &flow, &f1, &f2, &ft)) {
+		mmp_tc_carrier_free(cr);
 		return;
+	}
 	T(c)->holding = false;
 	took_us = (mmp_now_ns() - T(c)->start_ns) / 1000;
 	mmp_count(loop->counters, MMP_TCP_CNT_tc_flows, 1);
 	if (T(c)->up_oif)
 		mmp_count(loop->counters, MMP_TCP_CNT_tc_beyond_loopback, 1);
 	mmp_hist_record(&mmp_handoff_latency, took_us); /* mmproxy_handoff_duration_seconds */
-	pr_debug("tc engine: client %s spliced in the kernel after %llu us (seq +%u/+%u, wscale %u>%u %u>%u)",
+	pr_debug("tc engine: client %s spliced in the kernel after %llu us (seq +%u/+%u, wscale %u>%u %u>%u, carried %u up %u down)",
 		 mmp_conn_client_name(c, a), (unsigned long long)took_us, flow.up.seq_delta, flow.down.seq_delta,
-		 flow.up.wscale_in, flow.up.wscale_out, flow.down.wscale_in, flow.down.wscale_out);
+		 flow.up.wscale_in, flow.up.wscale_out, flow.down.wscale_in, flow.down.wscale_out, cr->dir[0].len,
+		 cr->dir[1].len);
+	if (flow.carrying) {
+		mmp_count(loop->counters, MMP_TCP_CNT_tc_carried, 1);
+		mmp_count(loop->counters, MMP_TCP_CNT_tc_carried_bytes, (uint64_t)cr->dir[0].len + cr->dir[1].len);
+		/* Two round trips (tcpi_rtt is in us), at least TC_CARRY_RTO_MIN_MS. */
+		cr->rto_base_ms = (f1.ti.tcpi_rtt > f2.ti.tcpi_rtt ? f1.ti.tcpi_rtt : f2.ti.tcpi_rtt) / 500;
+	}
 	/* Closing in repair mode sends nothing: no FIN, no RST. */
 	mmp_conn_close(loop, c, MMP_CLOSE_FIN);
-	mmp_tc_send_window_updates(tc, &flow, &f1, &f2);
+	/* The carried bytes first: the peers' new ones, sent after the window updates, land behind them. */
+	if (flow.carrying)
+		mmp_tc_carry_start(w, cr);
+	else
+		mmp_tc_carrier_free(cr);
+	mmp_tc_send_window_updates(tc, &flow, &f1, &f2, room);
 }
 
 /* HOLD did not quiet down before its deadline: back to splice, and maybe again later. */
@@ -500,13 +786,22 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 	bool lb_first = T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1;
 	int second = lb_first ? MMP_TC_ROLE_HOLD_CONN2 : MMP_TC_ROLE_HOLD_CONN1;
 
+	/*
+	 * Done when its direction drained, or when the held peer settled and
+	 * what its direction holds fits the receiver's window: the switch
+	 * carries it across.
+	 */
 	if (!direction_quiet(c, d, lb_first)) {
+		uint64_t pending = direction_pending(c, d, lb_first);
+
 		T(c)->quiet = 0;
-		note_progress(c, direction_pending(c, d, lb_first));
-		note_free_direction(c, lb_first);
-		return false;
-	}
-	if (++T(c)->quiet < 2) {
+		if (!(carry_worth(c, pending) && settled(c, lb_first, !lb_first) &&
+		      carry_fits(c, lb_first, !lb_first))) {
+			note_progress(c, pending);
+			note_free_direction(c, lb_first);
+			return false;
+		}
+	} else if (++T(c)->quiet < 2) {
 		mmp_tc_announce_window(tc_of(c), c, lb_first, !lb_first, true);
 		return false;
 	}
@@ -517,6 +812,8 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 	T(c)->both_held = true;
 	T(c)->quiet = 0;
 	mmp_tc_announce_window(tc_of(c), c, !lb_first, lb_first, true); /* the second peer stops now too */
+	T(c)->zero_ms = mmp_now_ms();
+	T(c)->rx_ms = 0;
 	T(c)->deadline_ms = mmp_now_ms() + HOLD_TIMEOUT_MS;
 	if (T(c)->deadline_ms > T(c)->hold_end_ms)
 		T(c)->deadline_ms = T(c)->hold_end_ms;
@@ -546,8 +843,14 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 		return;
 	}
 	if (!quiet(c)) {
+		uint64_t pending = direction_pending(c, &d, true) + direction_pending(c, &d, false);
+
 		T(c)->quiet = 0;
-		note_progress(c, direction_pending(c, &d, true) + direction_pending(c, &d, false));
+		if (carry_worth(c, pending) && carry_ready(c)) {
+			switch_over(loop, c);
+			return;
+		}
+		note_progress(c, pending);
 		if (mmp_now_ms() > T(c)->deadline_ms)
 			give_up(loop, c);
 		else

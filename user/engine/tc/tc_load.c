@@ -32,7 +32,7 @@
 #include "tc.skel.h"
 
 static const char *const pinned_maps[] = {
-	MMP_TC_TUPLES_MAP, MMP_TC_FLOWS_MAP, MMP_TC_COUNTERS_MAP, MMP_TC_LEGACY_STATS_MAP,
+	MMP_TC_TUPLES_MAP, MMP_TC_FLOWS_MAP, MMP_TC_CARRY_MAP, MMP_TC_COUNTERS_MAP, MMP_TC_LEGACY_STATS_MAP,
 };
 
 static int attach_hook(struct mmp_tc *tc, int idx, enum bpf_tc_attach_point where, int prog_fd)
@@ -276,6 +276,7 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	}
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_tuples, 4 * cfg->tc_max_flows);
 	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_flows, cfg->tc_max_flows);
+	bpf_map__set_max_entries(tc->skel->maps.mmp_tc_carry, cfg->tc_max_flows);
 	/* IPv4 ICMP errors go to the upstream's address only where lo accepts them (bpf/tc_icmp.h). */
 	tc->skel->rodata->icmp4_to_upstream = mmp_lo_sysctls_ok();
 	tc->skel->rodata->mmp_tc_upstream_mark = cfg->mark;
@@ -293,6 +294,7 @@ int mmp_tc_load(const struct mmp_config *cfg, struct mmp_tc **out)
 	}
 	tc->tuples_fd = bpf_map__fd(tc->skel->maps.mmp_tc_tuples);
 	tc->flows_fd = bpf_map__fd(tc->skel->maps.mmp_tc_flows);
+	tc->carry_fd = bpf_map__fd(tc->skel->maps.mmp_tc_carry);
 	/* Unknown until looked at (an adopted map may hold tuples): tuple_writes 1, empty_at 0. */
 	atomic_store(&tc->tuple_writes, 1);
 	atomic_store(&tc->tuple_writes_done, 1);

@@ -10,6 +10,7 @@
 #include "core/counters.h"
 #include "core/loop.h"
 #include "engine/engine.h"
+#include "engine/tc/tc_carry.h"
 #include "engine/tc/tc_engine.h"
 #include "engine/tc/tc_internal.h"
 #include "lib/config.h"
@@ -24,6 +25,40 @@ static int tc_open(const struct mmp_config *cfg, void **proc)
 static void tc_close(void *proc, bool keep)
 {
 	mmp_tc_unload(proc, keep);
+}
+
+/* A listener thread's carriers of bytes across hand-offs (tc_carry.c). */
+static int tc_worker_open(struct mmp_engine *e, struct mmp_loop *loop)
+{
+	struct mmp_tc_worker *w = calloc(1, sizeof(*w));
+
+	if (w)
+		w->scratch = malloc(80 + MMP_TC_SEGMENT_MAX);
+	if (!w || !w->scratch) {
+		free(w);
+		pr_err("tc engine: out of memory for a listener thread's state");
+		return -ENOMEM;
+	}
+	w->tc = e->proc;
+	w->loop = loop;
+	e->worker = w;
+	return 0;
+}
+
+/*
+ * The thread ends (a stop, a takeover's drain): bytes still carried are
+ * delivered first, for up to 2 s; nothing else would send them.
+ */
+static void tc_worker_close(struct mmp_engine *e, struct mmp_loop *loop)
+{
+	struct mmp_tc_worker *w = e->worker;
+
+	if (!w)
+		return;
+	mmp_tc_carry_flush(w, 2000);
+	free(w->scratch);
+	free(w);
+	e->worker = NULL;
 }
 
 /* conn1's MSS: the upstream's segments must fit the load balancer's path. */
@@ -171,6 +206,8 @@ const struct mmp_engine_ops mmp_tc_ops = {
 	.flags = MMP_ENGINE_F_TAKES_OVER | MMP_ENGINE_F_TC_PROGRAMS,
 	.open = tc_open,
 	.close = tc_close,
+	.worker_open = tc_worker_open,
+	.worker_close = tc_worker_close,
 	.tick = tc_tick,
 	.pre_connect = tc_pre_connect,
 	.start = tc_start,

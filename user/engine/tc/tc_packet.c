@@ -40,14 +40,21 @@ static void put32(uint8_t *p, uint32_t v)
 
 size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf)
 {
+	return mmp_tc_build_segment(a, NULL, 0, buf);
+}
+
+size_t mmp_tc_build_segment(const struct mmp_tc_ack *a, const void *payload, size_t len, uint8_t *buf)
+{
 	size_t ip_len = a->tuple.family == 4 ? IP4_HLEN : IP6_HLEN;
-	size_t tcp_len = TCP_HLEN + (a->timestamps ? TS_OPT_LEN : 0);
+	size_t hdr_len = TCP_HLEN + (a->timestamps ? TS_OPT_LEN : 0), tcp_len = hdr_len + len;
 	uint8_t *tcp = buf + ip_len;
 	uint32_t sum, window = a->window > 65535 ? 65535 : a->window;
 	uint8_t pseudo[40];
 	size_t alen = a->tuple.family == 4 ? 4 : 16;
 
-	memset(buf, 0, ip_len + tcp_len);
+	memset(buf, 0, ip_len + hdr_len);
+	if (len)
+		memcpy(buf + ip_len + hdr_len, payload, len);
 	if (a->tuple.family == 4) {
 		buf[0] = 0x45;
 		buf[2] = (ip_len + tcp_len) >> 8;
@@ -73,8 +80,8 @@ size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf)
 	memcpy(tcp + 2, &a->tuple.dport, 2);
 	put32(tcp + 4, a->seq);
 	put32(tcp + 8, a->ack);
-	tcp[12] = (uint8_t)((tcp_len / 4) << 4);
-	tcp[13] = a->flags ? a->flags : 0x10; /* ACK */
+	tcp[12] = (uint8_t)((hdr_len / 4) << 4);
+	tcp[13] = a->flags ? a->flags : len ? 0x18 : 0x10; /* ACK, with PSH when it carries data */
 	tcp[14] = window >> 8;
 	tcp[15] = (uint8_t)window;
 	if (a->timestamps) {
@@ -83,7 +90,7 @@ size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf)
 		tcp[22] = 8;
 		tcp[23] = 10;
 		put32(tcp + 24, a->tsval);
-		put32(tcp + 28, 0);
+		put32(tcp + 28, a->tsecr);
 	}
 	/* Pseudo header: addresses, zero, protocol, TCP length. */
 	memset(pseudo, 0, sizeof(pseudo));
@@ -100,7 +107,13 @@ size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf)
 int mmp_tc_send_ack(int raw_fd, const struct mmp_tc_ack *a)
 {
 	uint8_t buf[80];
-	size_t len = mmp_tc_build_ack(a, buf);
+
+	return mmp_tc_send_segment(raw_fd, a, NULL, 0, buf);
+}
+
+int mmp_tc_send_segment(int raw_fd, const struct mmp_tc_ack *a, const void *payload, size_t plen, uint8_t *buf)
+{
+	size_t len = mmp_tc_build_segment(a, payload, plen, buf);
 	struct sockaddr_storage dst = { 0 };
 	socklen_t dlen;
 

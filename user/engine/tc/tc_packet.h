@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Hand-built TCP segments for the tc engine: the post-switch window updates. */
+/* Hand-built TCP segments for the tc engine: the hand-off's ACKs and the bytes it carries across. */
 #ifndef MMP_TC_PACKET_H
 #define MMP_TC_PACKET_H
 
@@ -14,8 +14,12 @@ struct mmp_tc_ack {
 	uint32_t window; /* already scaled for the receiver; clamped to 65535 */
 	uint8_t flags; /* TCP flags; 0 means a pure ACK */
 	bool timestamps;
-	uint32_t tsval; /* TSecr is 0: we have no echo to give */
+	uint32_t tsval;
+	uint32_t tsecr; /* 0 when there is no echo to give */
 };
+
+/* The most payload one segment takes: an IPv4 packet's 16-bit length less the headers with timestamps. */
+#define MMP_TC_SEGMENT_MAX (65535 - 20 - 32)
 
 /*
  * Build an IPv4 or IPv6 + TCP pure ACK into buf (at least 80 bytes).
@@ -23,8 +27,16 @@ struct mmp_tc_ack {
  */
 size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf);
 
+/*
+ * The same with len bytes of payload (at most MMP_TC_SEGMENT_MAX) into buf
+ * (80 + len bytes); flags 0 means ACK|PSH. Returns its length.
+ */
+size_t mmp_tc_build_segment(const struct mmp_tc_ack *a, const void *payload, size_t len, uint8_t *buf);
+
 /* Build and send through a raw IPPROTO_RAW socket of the right family. Returns 0 or -errno. */
 int mmp_tc_send_ack(int raw_fd, const struct mmp_tc_ack *a);
+/* Build and send a segment with payload (buf: scratch of 80 + len bytes). Returns 0 or -errno. */
+int mmp_tc_send_segment(int raw_fd, const struct mmp_tc_ack *a, const void *payload, size_t len, uint8_t *buf);
 
 /* Ones' complement checksum helpers (RFC 1071), exposed for tests. */
 uint32_t mmp_csum_partial(const void *buf, size_t len, uint32_t sum);

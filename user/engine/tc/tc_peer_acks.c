@@ -13,16 +13,17 @@
 
 /*
  * The peers sat on a zero window: tell each the real window of the far end,
- * in its own scale, with an in-window pure ACK. Client first.
+ * less what is carried to it (room), in its own scale, with an in-window pure
+ * ACK at the socket's snd_nxt. Client first.
  */
 void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flow, const struct mmp_tc_frozen *f1,
-				const struct mmp_tc_frozen *f2)
+				const struct mmp_tc_frozen *f2, const uint32_t room[2])
 {
 	struct mmp_tc_ack to_lb = {
 		.tuple = flow->down.out,
-		.seq = f1->write_seq,
+		.seq = f1->snd_nxt,
 		.ack = f1->rcv_nxt,
-		.window = f2->win.snd_wnd >> mmp_tc_wscale(&f1->ti, false),
+		.window = room[0] >> mmp_tc_wscale(&f1->ti, false),
 		.timestamps = flow->down.timestamps,
 		/*
 		 * Below ts_base (and still above what the peer saw from the frozen
@@ -35,9 +36,9 @@ void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
 	};
 	struct mmp_tc_ack to_up = {
 		.tuple = flow->up.out,
-		.seq = f2->write_seq,
+		.seq = f2->snd_nxt,
 		.ack = f2->rcv_nxt,
-		.window = f1->win.snd_wnd >> mmp_tc_wscale(&f2->ti, false),
+		.window = room[1] >> mmp_tc_wscale(&f2->ti, false),
 		.timestamps = flow->up.timestamps,
 		.tsval = flow->up.ts_base - TS_MARGIN / 2,
 	};

@@ -8,6 +8,7 @@
  * (docs/DESIGN.md §3b).
  */
 #include <stdbool.h>
+#include <stdint.h>
 
 struct mmp_conn;
 struct mmp_tc;
@@ -16,7 +17,11 @@ struct mmp_tc_frozen;
 
 void mmp_tc_announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, bool to_upstream, bool zero);
 void mmp_tc_ask_for_acks(struct mmp_tc *tc, struct mmp_conn *c);
+/*
+ * room[0]: what the upstream's window leaves beyond the bytes carried to it,
+ * told the load balancer; room[1]: the load balancer's, told the upstream.
+ */
 void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flow, const struct mmp_tc_frozen *f1,
-				const struct mmp_tc_frozen *f2);
+				const struct mmp_tc_frozen *f2, const uint32_t room[2]);
 
 #endif

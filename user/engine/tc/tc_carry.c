@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The bytes a hand-off carries across, read at the switch and sent until acked (engine/tc/tc_carry.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+#include "core/clock.h"
+#include "core/conn.h"
+#include "core/counters.h"
+#include "engine/engine.h"
+#include "engine/tc/tc_carry.h"
+#include "engine/tc/tc_frozen.h"
+#include "engine/tc/tc_internal.h"
+#include "lib/log.h"
+
+/*
+ * The head of the send queue may start before snd_una: a segment acked in
+ * part is trimmed only in whole MSS (tcp_tso_acked), so the peek may return
+ * up to one segment more than write_seq - snd_una, in front.
+ */
+#define SENDQ_SLACK (64 * 1024)
+
+static int select_queue(int fd, int q)
+{
+	return setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ? -errno : 0;
+}
+
+/*
+ * MSG_PEEK of one queue of a socket in repair mode. The send queue is
+ * selected only for the peek: while it is, the kernel marks what it would
+ * send as sent without sending it (docs/DESIGN.md §3b, "Reading a socket's
+ * state"). Returns the bytes read or a negative errno.
+ */
+static ssize_t peek_queue(int fd, int q, void *buf, size_t len)
+{
+	ssize_t n;
+	int err = select_queue(fd, q);
+
+	if (err)
+		return err;
+	n = recv(fd, buf, len, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0)
+		n = errno == EAGAIN ? 0 : -errno;
+	err = select_queue(fd, TCP_NO_QUEUE);
+	return err ? err : n;
+}
+
+int mmp_tc_carry_read(int to_fd, const struct mmp_tc_frozen *to, size_t buffered, int from_fd, uint32_t rq,
+		      struct mmp_tc_carry_dir *cd)
+{
+	uint32_t sendq = to->write_seq - to->snd_una;
+	ssize_t n;
+	uint8_t *buf;
+
+	cd->len = 0;
+	cd->buf = NULL;
+	cd->base = to->snd_una;
+	if ((uint64_t)sendq + buffered + rq > TC_CARRY_MAX)
+		return -E2BIG;
+	if (!sendq && !buffered && !rq)
+		return 0;
+	/* Room for the send queue's slack in front, then the rest after it. */
+	buf = malloc(SENDQ_SLACK + (size_t)sendq + buffered + rq);
+	if (!buf)
+		return -ENOMEM;
+	if (sendq) {
+		n = peek_queue(to_fd, TCP_SEND_QUEUE, buf, SENDQ_SLACK + (size_t)sendq);
+		if (n < (ssize_t)sendq) {
+			free(buf);
+			return n < 0 ? (int)n : -EIO;
+		}
+		/* Drop the acked head: keep the last sendq bytes. */
+		memmove(buf, buf + (n - sendq), sendq);
+	}
+	if (rq) {
+		n = peek_queue(from_fd, TCP_RECV_QUEUE, buf + sendq + buffered, rq);
+		if (n != (ssize_t)rq) {
+			free(buf);
+			return n < 0 ? (int)n : -EIO;
+		}
+	}
+	cd->buf = buf;
+	cd->len = sendq + (uint32_t)buffered + rq;
+	cd->engine_off = sendq;
+	cd->engine_len = (uint32_t)buffered;
+	return 0;
+}
+
+int mmp_tc_carry_take(struct mmp_conn *c, int k, struct mmp_tc_carry_dir *cd)
+{
+	ssize_t n;
+
+	if (!cd->engine_len)
+		return 0;
+	n = mmp_engine_take_buffered(c, k, cd->buf + cd->engine_off, cd->engine_len);
+	if (n == (ssize_t)cd->engine_len)
+		return 0;
+	return n < 0 ? (int)n : -EIO;
+}
+
+void mmp_tc_carrier_free(struct mmp_tc_carrier *cr)
+{
+	if (!cr)
+		return;
+	free(cr->dir[0].buf);
+	free(cr->dir[1].buf);
+	free(cr);
+}
+
+/*
+ * Send what the receiver's window allows from cd->sent on. A resend sends
+ * one segment at the ack, as TCP's timeout does (the acks it brings send the
+ * rest), even into a closed window: the receiver's answer carries its
+ * window, as a window probe's does.
+ */
+static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carry_dir *cd, bool resend)
+{
+	int fd = cd->hdr.tuple.family == 4 ? w->tc->raw4 : w->tc->raw6;
+	int32_t room = (int32_t)(cd->edge - cd->base);
+	uint32_t limit = cd->len;
+
+	if (cd->acked >= cd->len)
+		return;
+	if (resend)
+		cd->sent = cd->acked;
+	if (room < (int32_t)limit)
+		limit = room > 0 ? (uint32_t)room : 0;
+	if (resend)
+		limit = cd->sent + (cd->len - cd->sent < cd->mss ? cd->len - cd->sent : cd->mss);
+	while (cd->sent < limit) {
+		uint32_t n = limit - cd->sent < cd->mss ? limit - cd->sent : cd->mss;
+		int err;
+
+		cd->hdr.seq = cd->base + cd->sent;
+		err = mmp_tc_send_segment(fd, &cd->hdr, cd->buf + cd->sent, n, w->scratch);
+		if (err) {
+			/* ENOBUFS and the like: the resend timer tries again. */
+			pr_debug("tc engine: sending carried bytes failed: %s", strerror(-err));
+			return;
+		}
+		if (resend)
+			mmp_count(w->loop->counters, MMP_TCP_CNT_tc_carry_resent, n);
+		cd->sent += n;
+	}
+}
+
+/*
+ * What the programs saw the receivers ack (*moved: an ack or a window edge
+ * moved) and whether they sent anything (*alive). Returns false when the
+ * flow's carry entry is gone.
+ */
+static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, bool *moved, bool *alive)
+{
+	struct mmp_tc_carry e;
+
+	*moved = *alive = false;
+	if (bpf_map_lookup_elem(w->tc->carry_fd, &cr->flow, &e))
+		return false;
+	for (int k = 0; k < 2; k++) {
+		struct mmp_tc_carry_dir *cd = &cr->dir[k];
+		int32_t acked = (int32_t)(e.acked[k] - cd->base);
+
+		if (acked > (int32_t)cd->acked) {
+			cd->acked = (uint32_t)acked > cd->len ? cd->len : (uint32_t)acked;
+			if (cd->sent < cd->acked)
+				cd->sent = cd->acked;
+			*moved = true;
+		}
+		if ((int32_t)(e.edge[k] - cd->edge) > 0) {
+			cd->edge = e.edge[k];
+			*moved = true;
+		}
+		/* Ack and window as the other peer's segments give them now (include/mmp_tc.h). */
+		if ((int32_t)(e.fwd_ack[k] - cd->hdr.ack) >= 0) {
+			cd->hdr.ack = e.fwd_ack[k];
+			cd->hdr.window = e.fwd_win[k];
+		}
+		if (e.seen[k] != cr->seen[k]) {
+			cr->seen[k] = e.seen[k];
+			*alive = true;
+		}
+	}
+	return true;
+}
+
+static bool carrier_done(const struct mmp_tc_carrier *cr)
+{
+	return cr->dir[0].acked >= cr->dir[0].len && cr->dir[1].acked >= cr->dir[1].len;
+}
+
+/* A receiver that acks nothing for TC_CARRY_GIVE_UP_MS: its flow cannot go on, remove it. */
+static void abandon(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr)
+{
+	struct mmp_tc_flow flow;
+	struct flow_tuples ft;
+
+	mmp_count(w->loop->counters, MMP_TCP_CNT_tc_carry_abandoned, 1);
+	pr_conn("tc engine: a peer sent nothing for %d s while bytes carried across its hand-off were unacked (%u of %u "
+		"and %u of %u acked): its flow is removed",
+		TC_CARRY_GIVE_UP_MS / 1000, cr->dir[0].acked, cr->dir[0].len, cr->dir[1].acked, cr->dir[1].len);
+	if (bpf_map_lookup_elem(w->tc->flows_fd, &cr->flow, &flow) == 0) {
+		mmp_tc_tuples_of_flow(&flow, &ft);
+		mmp_tc_delete_flow(w->tc, cr->flow, &ft);
+	}
+	bpf_map_delete_elem(w->tc->carry_fd, &cr->flow);
+}
+
+/* One carrier's turn. Returns true when it is finished (done, gone or abandoned). */
+static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t now)
+{
+	bool moved, alive;
+
+	if (!read_acks(w, cr, &moved, &alive))
+		return true; /* the flow ended and was collected */
+	if (carrier_done(cr)) {
+		bpf_map_delete_elem(w->tc->carry_fd, &cr->flow);
+		return true;
+	}
+	if (moved) {
+		cr->progress_ms = now;
+		cr->rto_ms = cr->rto_base_ms;
+		cr->resend_ms = now + cr->rto_ms;
+		send_dir(w, &cr->dir[0], false);
+		send_dir(w, &cr->dir[1], false);
+		return false;
+	}
+	if (alive)
+		cr->progress_ms = now; /* answers with a closed window: it lives, and its resends back off */
+	if (now - cr->progress_ms >= TC_CARRY_GIVE_UP_MS) {
+		abandon(w, cr);
+		return true;
+	}
+	if (now >= cr->resend_ms) {
+		send_dir(w, &cr->dir[0], true);
+		send_dir(w, &cr->dir[1], true);
+		cr->rto_ms = cr->rto_ms * 2 > TC_CARRY_RTO_MAX_MS ? TC_CARRY_RTO_MAX_MS : cr->rto_ms * 2;
+		cr->resend_ms = now + cr->rto_ms;
+	}
+	return false;
+}
+
+/* Every carrier's turn; the timer runs each millisecond while any is left. */
+static void run_carriers(struct mmp_tc_worker *w)
+{
+	struct mmp_tc_carrier **pp = &w->carriers;
+	uint64_t now = mmp_now_ms();
+
+	while (*pp) {
+		struct mmp_tc_carrier *cr = *pp;
+
+		if (step(w, cr, now)) {
+			*pp = cr->next;
+			mmp_tc_carrier_free(cr);
+		} else {
+			pp = &cr->next;
+		}
+	}
+	if (w->carriers)
+		mmp_loop_timer_arm(w->loop, &w->timer, now + 1);
+}
+
+static void on_timer(struct mmp_loop *loop, struct mmp_timer *t)
+{
+	struct mmp_tc_worker *w = (struct mmp_tc_worker *)((char *)t - offsetof(struct mmp_tc_worker, timer));
+
+	run_carriers(w);
+}
+
+void mmp_tc_carry_start(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr)
+{
+	uint64_t now = mmp_now_ms();
+
+	cr->progress_ms = now;
+	if (cr->rto_base_ms < TC_CARRY_RTO_MIN_MS)
+		cr->rto_base_ms = TC_CARRY_RTO_MIN_MS;
+	cr->rto_ms = cr->rto_base_ms;
+	cr->resend_ms = now + cr->rto_ms;
+	send_dir(w, &cr->dir[0], false);
+	send_dir(w, &cr->dir[1], false);
+	cr->next = w->carriers;
+	w->carriers = cr;
+	w->timer.fn = on_timer;
+	if (mmp_loop_timer_arm(w->loop, &w->timer, now + 1))
+		pr_err("tc engine: no timer slot for carried bytes: they are sent again only with the next hand-off");
+}
+
+void mmp_tc_carry_flush(struct mmp_tc_worker *w, uint64_t max_ms)
+{
+	uint64_t until = mmp_now_ms() + max_ms;
+
+	while (w->carriers && mmp_now_ms() < until) {
+		run_carriers(w);
+		usleep(1000);
+	}
+	while (w->carriers) {
+		struct mmp_tc_carrier *cr = w->carriers;
+
+		w->carriers = cr->next;
+		pr_conn("tc engine: exiting with %u + %u carried bytes unacked", cr->dir[0].len - cr->dir[0].acked,
+			cr->dir[1].len - cr->dir[1].acked);
+		mmp_tc_carrier_free(cr);
+	}
+}
