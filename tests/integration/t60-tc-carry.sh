@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# t60: many flat-out echo streams whose hand-off starts with every buffer
+# full, each in the kernel within a second (issue 24; docs/DESIGN.md §3b,
+# "The hand-off carries what is queued"). N (T60_CONNS) is 50: mmpt-bidir
+# hashes every byte both ways in one thread (about 200 MB/s), and at 200
+# streams of a few MB it is the bottleneck: streams stalled before any
+# hand-off began, on the build before this one too.
+#
+# mmpt-bidir --echo plays both ends, as in t20: the load balancer writes a v2
+# header, then SIZE bytes flat out while reading everything back (as tcpkali
+# does); the upstream echoes, and reads only while it can write. With
+# --tc-handoff-delay 200 ms every queue on the way is full when the hand-off
+# starts: a hand-off that waits for them to drain takes as long as the peers
+# need to read megabytes (t20 before the carry: p50 120-250 ms for 4 streams,
+# and most first attempts aborted). The switch now carries what is queued.
+#
+# Cases:
+#   1 IPv4, local load balancer (lo);
+#   2 IPv6, local load balancer. With T60_REMOTE=1 also 2r: IPv6, a remote
+#     load balancer (its sockets in the client namespace, over veth-p;
+#     --iface veth-p), whose flows do not carry yet: at 50 streams some
+#     stalled (docs/DESIGN.md §3b, "Not covered").
+#   Asserted for each: every connection byte-exact both ways (sha256 of what
+#   each end sent against what the other received); every flow spliced in the
+#   kernel (stats --json: tcp.tc_flows = N, read while the streams still
+#   run); each flow's delay plus its hand-off within 1 s of its start (-v 2
+#   "spliced in the kernel after" lines); the hand-offs carried bytes
+#   (tcp.tc_carried > 0), so the case tests the carry; no PAWS-dropped data
+#   with a retransmission in the namespaces (the carry does not confuse the
+#   peers' timestamps), and at most T60_MAX_RTOS (2) RTOs: t20 holds 4
+#   streams to none, but 50 streams on 2 cores saw 0-1 a case, not yet traced.
+#   3 an upstream that never reads: the hand-off must not carry bytes its
+#     window cannot take (nothing would ever deliver them), so the flow stays
+#     on splice, byte-exact for what the upstream accepted, and nothing is
+#     left in the maps once it closes.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/tc-lib.sh"
+tc_only t60 "hand-offs that carry their queued bytes"
+MMP_VERBOSITY=2 # the per-flow hand-off lines
+t_setup t60
+
+N=${T60_CONNS:-50}
+SIZE=${T60_SIZE:-8M}
+DELAY_MS=${T60_HANDOFF_DELAY_MS:-200}
+MAX_RTOS=${T60_MAX_RTOS:-2}
+MMP_TC_HANDOFF_DELAY=$DELAY_MS
+
+routing() {
+	# A remote IPv4 load balancer's segments are redirected into lo (setup-routing's sysctls).
+	ns_exec "$TOPO_PROXY" sysctl -qw net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.lo.accept_local=1
+}
+t_require routing
+
+# json_counter FILE KEY: tcp.KEY of a stats --json snapshot (empty when unreadable).
+json_counter() {
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tcp"][sys.argv[2]])' "$1" "$2" 2>/dev/null
+}
+
+# stream_case NAME LISTEN UPSTREAM_LISTEN NET PORT_BASE [remote]
+stream_case() {
+	local name=$1 listen=$2 uplisten=$3 net=$4 pbase=$5 remote=${6:-}
+	local out="$T_TMP/streams-$pbase.out" js="$T_TMP/stats-$pbase.json" mark ok bad t0 ms paws
+	local lb=() iface=() in_kernel=0 carried=0 i
+	case_begin "$name"
+	if [[ -n $remote ]]; then
+		lb=(--lb-netns "/run/netns/$TOPO_CLIENT")
+		iface=(--iface veth-p)
+	fi
+	if ! tc_mmp_start "$(tc_pindir "$pbase")" "$listen" "${iface[@]}"; then
+		case_fail "$MMP_START_ERR"
+		case_end
+		return
+	fi
+	mark=$(log_mark "$MMP_LOG")
+	tc_nstat "$TOPO_PROXY" NS0
+	t0=$(date +%s%N)
+	tc_bidir_start "$TOPO_PROXY" "$out" -c "$listen" -l "$uplisten" -n "$N" --parallel "$N" --size "$SIZE" \
+		--echo --net "$net" --port-base "$pbase" --timeout 90 --max-failures 2 "${lb[@]}"
+	# Counted from stats --json while the streams run: every flow reaches the kernel.
+	for ((i = 0; i < 300; i++)); do
+		ns_exec "$TOPO_PROXY" "$MMP_BIN" stats --json --pin-dir "$MMP_PINDIR" >"$js" 2>/dev/null
+		in_kernel=$(json_counter "$js" tc_flows)
+		((${in_kernel:-0} >= N)) && break
+		proc_alive "$BIDIR_PID" || break
+		sleep 0.2
+	done
+	tc_bidir_wait
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	tc_nstat_delta "$TOPO_PROXY" NS0
+	carried=$(json_counter "$js" tc_carried)
+
+	ok=$(grep -c '^conn .* up [0-9]* ok down [0-9]* ok$' "$out")
+	bad=$(grep '^conn ' "$out" | grep -v ' up [0-9]* ok down [0-9]* ok$' | head -3 | tr '\n' ';')
+	((TC_STALLS == 0)) || case_fail "$TC_STALLS connections moved no byte for 2 s (first: $TC_STALL_DIAG)"
+	((ok == N)) || case_fail "$ok of $N connections byte-exact both ways ($(tail -n 1 "$out"); e.g. ${bad:-$(tail -n 2 "$out" | tr '\n' ' ')})"
+	((${in_kernel:-0} == N)) || case_fail "stats --json: tcp.tc_flows ${in_kernel:-?} of $N while the streams ran"
+	((${carried:-0} > 0)) || case_fail "stats --json: tcp.tc_carried ${carried:-?}: no hand-off carried bytes, so the case tested nothing new"
+	tc_outcomes "$MMP_LOG" "$mark"
+	((OC_STAYS == 0)) || case_fail "$OC_STAYS flows stayed on splice (first: $OC_FIRST_OTHER)"
+	tc_handoff_stats "$MMP_LOG" "$mark"
+	if [[ $HO_MAX != - ]] && awk -v m="$HO_MAX" -v d="$DELAY_MS" 'BEGIN { exit !(m + d > 1000) }'; then
+		case_fail "a flow reached the kernel $DELAY_MS ms + $HO_MAX ms after its start: over 1 s"
+	fi
+	paws=$(tc_paws_verdict)
+	[[ -z $paws ]] || case_fail "$paws"
+	# t20 (4 streams) fails on any RTO; at 50 streams on 2 cores 0-1 a case were seen, not yet traced to
+	# their cause (docs/benchmarks.md): more than MAX_RTOS fails.
+	((${NSTAT_D[TcpExtTCPTimeouts]:-0} <= MAX_RTOS)) ||
+		case_fail "${NSTAT_D[TcpExtTCPTimeouts]} RTOs (at most $MAX_RTOS): segments were lost, and flows stalled for 200 ms or more ($NSTAT_STR)"
+	echo "# $T_ID $name: $in_kernel of $N in the kernel, $carried hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR"
+	case_note "$ok/$N exact, tc_flows $in_kernel, carried $carried, hand-off p50 $HO_P50 max $HO_MAX ms, $OC_ABORTED aborted, $ms ms"
+	mmp_stop
+	case_end
+}
+
+stream_case "1 IPv4, local load balancer: $N echo streams flat out, $SIZE each way, each in the kernel within 1 s" \
+	"127.0.0.1:$PROXY_PORT" "127.0.0.1:$UP_PORT" 203.0.113. 33000
+stream_case "2 IPv6, local load balancer: $N echo streams flat out, $SIZE each way, each in the kernel within 1 s" \
+	"[::1]:$PROXY_PORT" "[::1]:$UP_PORT" 2001:db8:5:: 34000
+# A remote load balancer's flows drain instead of carrying for now (docs/DESIGN.md §3b, "Not covered"):
+# T60_REMOTE=1 runs the case, which then fails on stalls.
+if [[ ${T60_REMOTE:-0} == 1 ]]; then
+	stream_case "2r IPv6, remote load balancer: $N echo streams flat out, $SIZE each way, each in the kernel within 1 s" \
+		"[$TOPO_PROXY_IP6]:$PROXY_PORT" "[::1]:$UP_PORT" 2001:db8:5:: 36000 remote
+fi
+
+# An upstream that accepts and never reads: python, as nothing in the tools does that on purpose.
+never_read_case() {
+	local pyup="$T_TMP/never-read.py" uplog="$T_TMP/never-read.log" cl="$T_TMP/never-read-client.log" up_pid cl_pid
+	local flows
+	case_begin "3 an upstream that never reads: the flow stays on splice, nothing carried, nothing left"
+	cat >"$pyup" <<-'EOF'
+		import socket, sys, time
+		s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+		s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+		s.bind(("127.0.0.1", int(sys.argv[1])))
+		s.listen(8)
+		c, _ = s.accept()
+		print("accepted", flush=True)
+		time.sleep(float(sys.argv[2]))
+		c.close()
+	EOF
+	if ! tc_mmp_start "$(tc_pindir 35000)" "127.0.0.1:$PROXY_PORT"; then
+		case_fail "$MMP_START_ERR"
+		case_end
+		return
+	fi
+	proc_start up_pid "$uplog" "$TOPO_PROXY" python3 "$pyup" "$UP_PORT" 6
+	wait_port "$TOPO_PROXY" "$UP_PORT" 5 "$up_pid" || case_fail "the never-reading upstream did not listen"
+	# 64 MiB toward an upstream that takes nothing: every queue fills, and stays full.
+	proc_start cl_pid "$cl" "$TOPO_PROXY" "$MMP_TOOLS/mmpt-client" -c "127.0.0.1:$PROXY_PORT" \
+		--pp2 203.0.113.77:35000 203.0.113.1:443 --send 64M --timeout 10
+	sleep 5
+	"$MMP_BIN" stats --json --pin-dir "$MMP_PINDIR" >"$T_TMP/nr.json" 2>/dev/null
+	(($(json_counter "$T_TMP/nr.json" tc_flows) == 0)) ||
+		case_fail "the flow was spliced in the kernel toward an upstream that reads nothing"
+	(($(json_counter "$T_TMP/nr.json" tc_carried) == 0)) ||
+		case_fail "a hand-off carried bytes that the upstream's window could not take"
+	proc_stop "$cl_pid" 2
+	proc_stop "$up_pid" 2
+	sleep 1
+	flows=$(tc_map_count "$MMP_PINDIR" mmp_tc_flows)
+	((flows == 0)) || case_fail "$flows entries left in mmp_tc_flows after the connection closed"
+	flows=$(tc_map_count "$MMP_PINDIR" mmp_tc_carry)
+	((flows == 0)) || case_fail "$flows entries left in mmp_tc_carry after the connection closed"
+	case_note "stayed on splice: $(log_since "$MMP_LOG" 0 | grep -c 'aborted (') attempts aborted"
+	mmp_stop
+	case_end
+}
+never_read_case
+
+case_lifecycle
+t_finish
