@@ -49,6 +49,12 @@ void mmp_runs_tick(struct mmp_runs *r)
 		mmp_udp_run_tick(r->udp);
 }
 
+void mmp_runs_publish(struct mmp_runs *r)
+{
+	if (r->tcp)
+		mmp_tcp_run_tick(r->tcp); /* it publishes the TCP totals, nothing else */
+}
+
 /* Both stop together: UDP first, whose flows hold no pins TCP's need; each logs its totals. */
 void mmp_runs_close(struct mmp_runs *r, bool failed)
 {
