@@ -53,7 +53,7 @@ bad_kind() {
 check_counters() {
 	local c v
 	case_begin "the drop counters in mmp_udp_cnt match, class by class"
-	udp_counters_fresh
+	udp_totals_fresh
 	for c in "${!EXPECT[@]}"; do
 		v=$(udp_counter "$c")
 		[[ $v == "${EXPECT[$c]}" ]] || case_fail "$c is ${v:-unreadable}, expected ${EXPECT[$c]}"
@@ -89,7 +89,7 @@ mark=$(log_mark "$MMP_LOG")
 rx0=$(udp_counter rx_dgrams)
 ns_exec "$TOPO_CLIENT" "$UDP_TOOL" bad -c "$PROXY4" --kind stream --count 20000 >/dev/null || case_fail "could not send"
 sleep 1.5 # the summary comes once the second is over
-udp_counters_fresh
+udp_totals_fresh
 v=$(($(udp_counter drop_wrong_transport) - 1)) # one came from the class case above
 rx=$(($(udp_counter rx_dgrams) - rx0))
 # Every datagram the proxy read is counted; the kernel may drop a few before that if the socket overflows.
@@ -108,7 +108,7 @@ mark=$(log_mark "$MMP_LOG")
 udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.61:27000 -n 3 --rate 100 --timeout 1
 wait_log_since "$MMP_LOG" "$mark" "reported an error.*refused" 2 >/dev/null ||
 	case_fail "no log line about the upstream refusing"
-udp_counters_fresh
+udp_totals_fresh
 v=$(udp_counter upstream_errors)
 ((v >= 1)) || case_fail "upstream_errors is ${v:-unreadable}"
 t_require udp_up_start
@@ -148,7 +148,7 @@ up_mark=$(log_mark "$UP4_LOG")
 udp_send "$TOPO_PROXY" -c "$PROXY4" --format v2 --client 203.0.113.62:28000 -n 2 --timeout 1
 wait_log_since "$MMP_LOG" "$mark" "$KW.*not allowed" 2 >/dev/null || case_fail "no '$KW ... not allowed' line"
 log_since "$UP4_LOG" "$up_mark" | grep -q '^peer 203\.0\.113\.62 ' && case_fail "the upstream got its datagram"
-udp_counters_fresh
+udp_totals_fresh
 v=$(udp_counter drop_not_allowed)
 [[ $v == 2 ]] || case_fail "drop_not_allowed is ${v:-unreadable}, expected 2"
 good_echo "$PROXY4"
@@ -166,7 +166,7 @@ mark=$(log_mark "$MMP_LOG")
 udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.63:29000 --clients 120 -n 1 --echo --timeout 2
 [[ $UDP_ECHOED == 92 ]] || case_fail "$UDP_ECHOED clients answered, expected 92: $(udp_result)"
 wait_log_since "$MMP_LOG" "$mark" "$KW.*too many flows" 2 >/dev/null || case_fail "no '$KW ... too many flows' line"
-udp_counters_fresh
+udp_totals_fresh
 v=$(udp_counter drop_flow_limit)
 [[ $v == 28 ]] || case_fail "drop_flow_limit is ${v:-unreadable}, expected 28"
 sleep 2.5
@@ -182,7 +182,7 @@ mark=$(log_mark "$MMP_LOG")
 udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.65:29000 --clients 60 -n 1 --echo --timeout 2
 [[ $UDP_ECHOED == 40 ]] || case_fail "$UDP_ECHOED clients answered, expected 40: $(udp_result)"
 wait_log_since "$MMP_LOG" "$mark" "$KW.*--udp-max-flows-per-lb" 2 >/dev/null || case_fail "no '$KW ... --udp-max-flows-per-lb' line"
-udp_counters_fresh
+udp_totals_fresh
 v=$(udp_counter drop_lb_quota)
 [[ $v == 20 ]] || case_fail "drop_lb_quota is ${v:-unreadable}, expected 20"
 # Another load-balancer address (the proxy namespace's loopback) has its own 40.

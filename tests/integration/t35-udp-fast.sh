@@ -39,7 +39,7 @@ W=300 # datagrams before the pause: the hand-over happens among them
 PAUSE_MS=5000
 
 # counter_delta NAME: its increase since the snapshot in counters.before.
-counters_mark() { udp_counters_fresh; udp_counters >"$T_TMP/counters.before"; }
+counters_mark() { udp_totals_fresh; udp_counters >"$T_TMP/counters.before"; }
 counter_delta() {
 	local before
 	before=$(awk -v n="$1" '$1 == n { print $2 }' "$T_TMP/counters.before")
@@ -50,10 +50,10 @@ counter_delta() {
 # the datagrams moved (the first W are through, however slowly the sender ran).
 settled_mark() {
 	local a b re='^(fwd_dgrams|sent_dgrams|fast_fwd_dgrams|fast_reply_dgrams) '
-	udp_counters_fresh
+	udp_totals_fresh
 	a=$(udp_counters | grep -E "$re")
 	for _ in 1 2 3; do
-		udp_counters_fresh
+		udp_totals_fresh
 		udp_counters >"$T_TMP/counters.before"
 		b=$(grep -E "$re" "$T_TMP/counters.before")
 		[[ $a == "$b" ]] && return 0
@@ -106,7 +106,7 @@ fast_case() {
 		case_fail "sender: $(udp_result)"
 	fi
 	(($(udp_seqerrs "$log") == seq0)) || case_fail "the upstream saw gaps or reordering: $(grep '^seqerr' "$log" | tail -2 | tr '\n' ' ')"
-	udp_counters_fresh
+	udp_totals_fresh
 	kf=$(counter_delta fast_fwd_dgrams) kr=$(counter_delta fast_reply_dgrams)
 	uf=$(counter_delta fwd_dgrams) ur=$(counter_delta sent_dgrams)
 	by_check "datagrams" "$fwd_by" "$kf" "$uf"
@@ -153,7 +153,7 @@ settled_mark
 udp_send_wait || case_fail "second header: $(udp_result)"
 # The second run starts its sequence again: one sequence error, no more.
 (($(udp_seqerrs "$UP4_LOG") == seq0 + 1)) || case_fail "the upstream saw $(($(udp_seqerrs "$UP4_LOG") - seq0)) sequence errors, want 1"
-udp_counters_fresh
+udp_totals_fresh
 by_check "datagrams" kernel "$(counter_delta fast_fwd_dgrams)" "$(counter_delta fwd_dgrams)" 1000
 by_check "replies" kernel "$(counter_delta fast_reply_dgrams)" "$(counter_delta sent_dgrams)" 1000
 case_note "$(udp_result)"
@@ -167,7 +167,7 @@ case_begin "4 flows sent flat out, never quiet: the kernel takes them over anywa
 counters_mark
 udp_send "$TOPO_PROXY" -c "127.0.0.1:$PROXY_PORT" --format v2 --client 203.0.113.95:38000 --clients 4 -n 50000 \
 	--size 1200 --timeout 5 >/dev/null
-udp_counters_fresh
+udp_totals_fresh
 kf=$(counter_delta fast_fwd_dgrams) uf=$(counter_delta fwd_dgrams) held=$(counter_delta fast_held)
 ((kf > 0 && kf * 2 > kf + uf)) || case_fail "the kernel forwarded $kf and userspace $uf: the hand-over did not complete"
 case_note "kernel $kf, userspace $uf, dropped in hand-overs $held ($(udp_result))"

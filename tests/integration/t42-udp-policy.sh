@@ -38,7 +38,7 @@ refused() {
 	d0=$(drop_count) m4=$(log_mark "$UP4_LOG") m6=$(log_mark "$UP6_LOG")
 	udp_send "$ns" -c "$proxy" --format "$fmt" --client "$client" -n 1 --echo --timeout 1 &&
 		case_fail "it was answered: $(udp_result)"
-	udp_counters_fresh
+	udp_totals_fresh
 	[[ -n $(log_since "$UP4_LOG" "$m4"; log_since "$UP6_LOG" "$m6") ]] &&
 		case_fail "an upstream saw it: $( (log_since "$UP4_LOG" "$m4"; log_since "$UP6_LOG" "$m6") | head -1)"
 	(($(drop_count) == d0 + 1)) || case_fail "drops went from $d0 to $(drop_count), expected one more"
@@ -79,7 +79,7 @@ moves_setup() {
 	t_require udp_mmp_start --udp-header every --listeners 2 "$@"
 	udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.90:35000 --clients $N -n 2 --echo --timeout 3 ||
 		case_fail "first round: $(udp_result)"
-	udp_counters_fresh
+	udp_totals_fresh
 	mv0=$(udp_counter flows_moved) ev0=$(udp_counter flows_evicted) rf0=$(udp_counter drop_move_refused)
 }
 
@@ -88,7 +88,7 @@ moves_setup
 udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.90:35000 --clients $N -n 2 --bind "$LB2" \
 	--echo --timeout 2 && case_fail "the other address got replies: $(udp_result)"
 [[ $UDP_ECHOED == 0 ]] || case_fail "$UDP_ECHOED replies went to $LB2"
-udp_counters_fresh
+udp_totals_fresh
 rf=$(($(udp_counter drop_move_refused) - rf0)) mv=$(($(udp_counter flows_moved) - mv0))
 ev=$(($(udp_counter flows_evicted) - ev0))
 ((rf == 2 * N)) || case_fail "drop_move_refused +$rf, expected $((2 * N))"
@@ -100,7 +100,7 @@ case_end
 case_begin "no -a: a new port of the same LB address still moves the replies"
 udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.90:35000 --clients $N -n 2 --echo --timeout 3 ||
 	case_fail "not answered: $(udp_result)"
-udp_counters_fresh
+udp_totals_fresh
 mv=$(($(udp_counter flows_moved) - mv0)) ev=$(($(udp_counter flows_evicted) - ev0))
 # A new socket may get its old ephemeral port back: that is the same flow, not a move.
 ((mv + ev >= N - 3 && mv + ev <= N)) || case_fail "$mv moved + $ev taken over, expected about $N"
@@ -114,7 +114,7 @@ echo "198.51.100.0/24" >"$T_TMP/allowed.txt"
 moves_setup -a "$T_TMP/allowed.txt"
 udp_send "$TOPO_CLIENT" -c "$PROXY4" --format v2 --client 203.0.113.90:35000 --clients $N -n 2 --bind "$LB2" \
 	--echo --timeout 3 || case_fail "not answered at $LB2: $(udp_result)"
-udp_counters_fresh
+udp_totals_fresh
 rf=$(($(udp_counter drop_move_refused) - rf0)) mv=$(($(udp_counter flows_moved) - mv0))
 ev=$(($(udp_counter flows_evicted) - ev0))
 ((rf == 0)) || case_fail "drop_move_refused +$rf, expected 0"

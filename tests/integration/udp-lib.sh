@@ -182,8 +182,13 @@ udp_counters() {
 # udp_counter NAME: one counter's current value in the map (empty if unreadable).
 udp_counter() { udp_counters | awk -v n="$1" '$1 == n { print $2 }'; }
 
-# udp_counters_fresh: wait until the map has been refreshed after now (>1 s).
+# udp_counters_fresh: wait until the maps have been refreshed after now: the
+# flow map (mmp_udp_flows) once a second, by each listener thread's tick.
 udp_counters_fresh() { sleep 1.2; }
+# udp_totals_fresh: the same for the totals only (mmp_udp_cnt, udp_counter),
+# published every 100 ms (user/cli/run.c; a loaded host wakes the main thread
+# late). Not for flow entries: t34 read a flow's count a datagram short.
+udp_totals_fresh() { sleep 0.3; }
 
 # udp_flows_json: mmp_udp_flows as a JSON list of {"key": cookie, "value": {named fields}}.
 # A dump walks the hash with get_next_key, which starts over when the key it

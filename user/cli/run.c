@@ -131,7 +131,7 @@ static int takeover_finish(struct held *h)
 /*
  * Until SIGINT/SIGTERM or SIGUSR2 (taken over), which it returns: the
  * protocols' tick once a second; SIGHUP reloads -a for both protocols.
- * The TCP totals are published for stats every 100 ms: "how many flows
+ * The TCP and UDP totals are published for stats every 100 ms: "how many flows
  * reached the kernel 1 s after they started" is read from stats --json
  * (bench/field.sh), and a second's lag hid up to a third of them. While a
  * takeover waits for its predecessor, its locks are tried every 100 ms too.

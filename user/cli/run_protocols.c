@@ -53,6 +53,8 @@ void mmp_runs_publish(struct mmp_runs *r)
 {
 	if (r->tcp)
 		mmp_tcp_run_tick(r->tcp); /* it publishes the TCP totals, nothing else */
+	if (r->udp)
+		mmp_udp_run_publish(r->udp);
 }
 
 /* Both stop together: UDP first, whose flows hold no pins TCP's need; each logs its totals. */

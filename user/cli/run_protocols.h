@@ -29,7 +29,7 @@ unsigned int mmp_runs_features(const struct mmp_runs *r);
 int mmp_runs_start(struct mmp_runs *r);
 /* Once a second: the totals, for stats and --metrics. */
 void mmp_runs_tick(struct mmp_runs *r);
-/* Between ticks: the TCP totals published for stats (10 times a second). */
+/* Between ticks: the TCP and UDP totals published for stats (10 times a second). */
 void mmp_runs_publish(struct mmp_runs *r);
 /* Close every TCP listener, in its own thread; wait (2 s at most) until they are closed. */
 void mmp_runs_close_listeners(struct mmp_runs *r);

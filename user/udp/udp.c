@@ -2,7 +2,7 @@
 /*
  * UDP mode (-p udp, and the UDP half of -p tcp,udp): set up the shared state
  * and one listener thread per --listeners; cli/run.c writes the totals to
- * mmp_udp_cnt once a second (mmp_udp_run_tick) until a signal comes, then
+ * mmp_udp_cnt every 100 ms (mmp_udp_run_publish) until a signal comes, then
  * the close stops the threads, closes every flow and removes the pins.
  */
 #include <errno.h>
@@ -230,12 +230,17 @@ int mmp_udp_run_start(struct mmp_udp_run *r)
 	return 0;
 }
 
-void mmp_udp_run_tick(struct mmp_udp_run *r)
+void mmp_udp_run_publish(struct mmp_udp_run *r)
 {
 	struct mmp_udp_counters c;
 
 	sum_counters(&r->sh, r->w, r->inited, &c);
 	udp_maps_put_counters(r->sh.maps, &c);
+}
+
+void mmp_udp_run_tick(struct mmp_udp_run *r)
+{
+	mmp_udp_run_publish(r);
 	udp_fast_follow(r->sh.fast); /* after mmp_steer_tick, which moves the steering first */
 }
 

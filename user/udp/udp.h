@@ -23,6 +23,8 @@ unsigned int mmp_udp_run_features(const struct mmp_udp_run *r);
 int mmp_udp_run_start(struct mmp_udp_run *r);
 /* Once a second: the totals to mmp_udp_cnt, for stats and --metrics. */
 void mmp_udp_run_tick(struct mmp_udp_run *r);
+/* The totals into mmp_udp_cnt, for stats: between ticks, every 100 ms. */
+void mmp_udp_run_publish(struct mmp_udp_run *r);
 /* Stop the threads, close every flow, log the totals, remove the pins. NULL is fine. */
 void mmp_udp_run_close(struct mmp_udp_run *r);
 
