@@ -7,6 +7,7 @@
 #                'PING\r\n' streamed both ways through an echo upstream
 #                (go-mmproxy's published method), flat out
 #   streams-r    the same with -r 200000 (messages/s per connection)
+#   streams1000  streams with 1,000 connections (--connect-rate 1000: the last at 1 s)
 #   http-ka      wrk -c 64 keep-alive -> HAProxy send-proxy-v2 -> proxy -> nginx
 #   http-close   the same with 'Connection: close' (a new connection per request)
 #   latency      sockperf ping-pong, one TCP connection of 64-byte messages ->
@@ -20,8 +21,10 @@
 # One JSON line per run in DIR/field-<date>.jsonl, medians and ratios on
 # stdout (bench/field_report.py). For mmproxy-bpf on the stream loads the
 # line also has tc_flows_1s (flows spliced in the kernel 1.5 s after the
-# start, from `mmproxy-bpf stats`: each flow is then at least 1 s old, as
-# tcpkali opens 100 connections/s) and handed/aborted (-v 2 log lines).
+# start, 2 s for streams1000, from `mmproxy-bpf stats --json`: each flow is
+# then at least 1 s old, as tcpkali opens 100 connections/s, 1000 for
+# streams1000), with tc_carried and tc_aborted read at the same time, and
+# handed/aborted (-v 2 log lines).
 # With --lock FILE each round holds flock FILE (shared namespace tests):
 # one load's configurations, or with --round-major all loads' (runs still
 # interleave configurations).
@@ -202,18 +205,25 @@ run_one() {
 	streams*)
 		# A client address per run and connection (port = connection uid): no
 		# tuple of an earlier run is ever reused.
-		local target=127.0.0.1:$P_PROXY rate=()
+		local target=127.0.0.1:$P_PROXY rate=() conns=(-c 50) look=1.5
 		[[ $cfg == none ]] && target=127.0.0.1:$P_ECHO
 		[[ $load == streams-r ]] && rate=(-r 200000)
-		cmd=(tcpkali -c 50 -T "${DURATION}s" -e1 "PROXY TCP4 198.18.$((RUN / 250)).$((RUN % 250 + 1)) 127.0.0.1 \\{connection.uid} $up\\r\\n"
+		[[ $load == streams1000 ]] && conns=(-c 1000 --connect-rate 1000) look=2
+		cmd=(tcpkali "${conns[@]}" -T "${DURATION}s" -e1 "PROXY TCP4 198.18.$((RUN / 250)).$((RUN % 250 + 1)) 127.0.0.1 \\{connection.uid} $up\\r\\n"
 			-em 'PING\r\n' "${rate[@]}" "$target")
 		echo "${cmd[*]}" >"$TMP/cmd"
-		in_ns "$NS" "${cmd[@]}" >"$TMP/out" 2>&1 &
+		# 1,000 connections need more than the usual 1,024 open files.
+		(ulimit -n "$(ulimit -Hn)"; exec nsenter --net="/run/netns/$NS" "${cmd[@]}") >"$TMP/out" 2>&1 &
 		local kpid=$!
 		if [[ $cfg == mmproxy-bpf/* ]]; then
-			sleep 1.5 # tcpkali opens 100 connections/s by default: the last at 0.5 s
-			extra=",\"tc_flows_1s\":$(in_ns "$NS" "$BIN" stats --pin-dir "$PIN_DIR" 2>/dev/null |
-				sed -n '/^tc flows/,$s/^  (\([0-9]*\) flows)/\1/p' | head -1 | grep . || echo null)"
+			# tcpkali opens 100 connections/s by default (the last at 0.5 s), 1000/s for streams1000 (1 s).
+			sleep "$look"
+			in_ns "$NS" "$BIN" stats --json --pin-dir "$PIN_DIR" >"$TMP/stats.json" 2>/dev/null || true
+			extra=",$(python3 -c 'import json,sys
+try: t = json.load(open(sys.argv[1]))["tcp"]
+except Exception: t = {}
+print(",".join("\"%s\":%s" % (k, json.dumps(t.get(v))) for k, v in
+    (("tc_flows_1s", "tc_flows"), ("tc_carried_1s", "tc_carried"), ("tc_aborted_1s", "tc_aborted"))))' "$TMP/stats.json")"
 		fi
 		wait $kpid || log "  tcpkali failed: $(tail -2 "$TMP/out")"
 		# "Aggregate bandwidth: 4512.3↓, 4512.4↑ Mbps": both ways, Mbit/s
