@@ -27,7 +27,7 @@ int mmp_runs_open(const struct mmp_config *cfg, const struct mmp_policy *policy,
 unsigned int mmp_runs_features(const struct mmp_runs *r);
 /* Start the threads. Returns 0 or a negative errno. */
 int mmp_runs_start(struct mmp_runs *r);
-/* Once a second: the totals, for stats and --metrics. */
+/* Once a second: the totals, for stats and --metrics, and the protocols' periodic work (steering, UDP routes). */
 void mmp_runs_tick(struct mmp_runs *r);
 /* Between ticks: the TCP and UDP totals published for stats (10 times a second). */
 void mmp_runs_publish(struct mmp_runs *r);

@@ -21,7 +21,7 @@ int mmp_udp_run_open(const struct mmp_config *cfg, const struct mmp_policy *poli
 unsigned int mmp_udp_run_features(const struct mmp_udp_run *r);
 /* Start the listener threads and log the start-up line. Returns 0 or a negative errno. */
 int mmp_udp_run_start(struct mmp_udp_run *r);
-/* Once a second: the totals to mmp_udp_cnt, for stats and --metrics. */
+/* Once a second: the totals to mmp_udp_cnt (as mmp_udp_run_publish), then the fast path's routes followed. */
 void mmp_udp_run_tick(struct mmp_udp_run *r);
 /* The totals into mmp_udp_cnt, for stats: between ticks, every 100 ms. */
 void mmp_udp_run_publish(struct mmp_udp_run *r);

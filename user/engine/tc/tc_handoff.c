@@ -319,7 +319,7 @@ static int plan_carry(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const 
 	cp->len[1] = (uint64_t)(f1->write_seq - f1->snd_una) + d.buffered[1] + (uint32_t)rq2;
 	/*
 	 * Within the receiver's window, or the receiver reads: it acked bytes
-	 * since the last look (T(c)->reading). A peer that never reads would
+	 * since the flow's first attempt (T(c)->reading, note_reading). A peer that never reads would
 	 * hold a carry beyond its window forever, so its flow stays on splice,
 	 * where the other direction goes on. An echo peer held at window 0
 	 * stops reading once it cannot write, with its window nearly closed,
