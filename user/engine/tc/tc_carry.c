@@ -110,6 +110,70 @@ void mmp_tc_carrier_free(struct mmp_tc_carrier *cr)
 	free(cr);
 }
 
+/* ---------------------------------------------------- set-up at the switch -- */
+/* tc_handoff.c calls these with both sockets frozen. */
+
+/*
+ * The carried bytes' segments: in the frozen socket's name, as it would
+ * have sent them (its ack and clock, the window of the far end less what is
+ * carried there), in the receiver's MSS.
+ */
+void mmp_tc_carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f,
+			   uint32_t window)
+{
+	cd->hdr.tuple = d->out;
+	cd->hdr.ack = f->rcv_nxt;
+	cd->hdr.window = window >> mmp_tc_wscale(&f->ti, false);
+	cd->hdr.timestamps = d->timestamps;
+	/* Below every translated TSval, above what the peer saw: as the window updates' (tc_peer_acks.c). */
+	cd->hdr.tsval = d->ts_base - TS_MARGIN / 2;
+	cd->hdr.tsecr = f->ts_recent;
+	cd->mss = f->ti.tcpi_snd_mss && f->ti.tcpi_snd_mss < MMP_TC_SEGMENT_MAX ? f->ti.tcpi_snd_mss
+										 : MMP_TC_SEGMENT_MAX;
+	cd->edge = f->snd_una + f->win.snd_wnd;
+}
+
+/*
+ * The bytes still queued, read from the frozen sockets: the flow's entry in
+ * mmp_tc_carry (the programs clamp the acks for them from the switch on) and
+ * the carrier that sends them. Returns 0, or a negative errno with nothing
+ * consumed.
+ */
+int mmp_tc_carry_prepare(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2,
+			 const struct mmp_tc_carry_plan *cp, struct mmp_tc_carrier **out)
+{
+	struct mmp_tc_carrier *cr = calloc(1, sizeof(*cr));
+	int err;
+
+	*out = cr;
+	if (!cr)
+		return -ENOMEM;
+	err = mmp_tc_carry_read(c->upstream.fd, f2, cp->buffered[0], c->client.fd, cp->rq[0], &cr->dir[0]);
+	if (!err)
+		err = mmp_tc_carry_read(c->client.fd, f1, cp->buffered[1], c->upstream.fd, cp->rq[1], &cr->dir[1]);
+	return err;
+}
+
+/* The carry's entry in mmp_tc_carry: the receivers' ack that covers it all, and where they stand now. */
+int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp_tc_carrier *cr,
+			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2, const uint32_t room[2])
+{
+	struct mmp_tc_carry e = {
+		.end = { f2->snd_una + cr->dir[0].len, f1->snd_una + cr->dir[1].len },
+		.acked = { f2->snd_una, f1->snd_una },
+		.edge = { f2->snd_una + f2->win.snd_wnd, f1->snd_una + f1->win.snd_wnd },
+		/* The windows the switch's updates announce: a clamped pure ACK must open more to pass. */
+		.win_sent = { room[0] >> mmp_tc_wscale(&f1->ti, false), room[1] >> mmp_tc_wscale(&f2->ti, false) },
+		.tsval = { cr->dir[0].hdr.tsval, cr->dir[1].hdr.tsval },
+		.fwd_ack = { cr->dir[0].hdr.ack, cr->dir[1].hdr.ack },
+		.fwd_win = { cr->dir[0].hdr.window, cr->dir[1].hdr.window },
+	};
+
+	return bpf_map_update_elem(tc->carry_fd, &T(c)->flow, &e, BPF_ANY) ? -errno : 0;
+}
+
+/* ------------------------------------------------------------- the carrier -- */
+
 /*
  * Send what the receiver's window allows from cd->sent on. A resend sends
  * one segment at the ack, as TCP's timeout does (the acks it brings send the

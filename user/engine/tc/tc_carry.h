@@ -16,7 +16,9 @@
 
 struct mmp_conn;
 struct mmp_tc;
+struct mmp_tc_dir;
 struct mmp_tc_frozen;
+struct mmp_tc_queues;
 
 /* One direction: [0] to the upstream (conn2), [1] to the load balancer (conn1). */
 struct mmp_tc_carry_dir {
@@ -67,6 +69,61 @@ struct mmp_tc_worker {
  * resend into its closed window, once a second) is gone: the flow is removed.
  */
 #define TC_CARRY_GIVE_UP_MS 10000
+
+/*
+ * The decision (tc_carry_plan.c). What a switch now would carry across each
+ * way ([0] to the upstream, [1] to the load balancer), from the sockets'
+ * state f1 (conn1) and f2 (conn2), live or frozen, and one look q at the
+ * queues: whether each receiver's window takes it whole.
+ */
+struct mmp_tc_carry_plan {
+	uint32_t rq[2]; /* [0] conn1's receive queue (goes up), [1] conn2's */
+	size_t buffered[2]; /* what the engine holds, by direction */
+	uint64_t len[2];
+	bool fits[2];
+};
+
+/* 0, or -1 when a receive queue could not be read. */
+int mmp_tc_plan_carry(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2,
+		      const struct mmp_tc_queues *q, struct mmp_tc_carry_plan *cp);
+/*
+ * Carry rather than drain: a stream's queues hold at least TC_CARRY_MIN_BYTES,
+ * or a hold that did not drain within TC_CARRY_AFTER_MS (a slow peer).
+ */
+bool mmp_tc_carry_worth(const struct mmp_conn *c, uint64_t pending);
+/*
+ * The held peers stopped sending: since they were told window 0, nothing
+ * arrived from them (lb: conn1, upstream: conn2) for TC_SETTLE_MS, or a round
+ * trip when longer. Their segments in flight have landed, so the freeze
+ * drops none that a peer would have to resend by timeout.
+ */
+bool mmp_tc_settled(struct mmp_conn *c, bool lb, bool upstream);
+/* Would what direction up (and/or down) holds fit its receiver's window now? The live sockets, read as the raw ACKs read them. */
+bool mmp_tc_carry_fits(struct mmp_conn *c, const struct mmp_tc_queues *q, bool up, bool down);
+/*
+ * Both peers held: switch now with the queues as they are? Once both were
+ * told window 0 (the first call tells them), have settled, and each
+ * receiver's window takes what is carried to it.
+ */
+bool mmp_tc_carry_ready(struct mmp_conn *c, const struct mmp_tc_queues *q);
+
+/*
+ * The set-up at the switch (tc_carry.c). The bytes still queued, read from
+ * the frozen sockets as planned in cp: 0, or a negative errno with nothing
+ * consumed (*out is set either way; free it).
+ */
+int mmp_tc_carry_prepare(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2,
+			 const struct mmp_tc_carry_plan *cp, struct mmp_tc_carrier **out);
+/*
+ * The carried bytes' segments of one direction d: in the frozen socket f's
+ * name, as it would have sent them (its ack and clock, window: what the far
+ * end's window leaves beyond the carry), in the receiver's MSS.
+ */
+void mmp_tc_carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f,
+			   uint32_t window);
+/* The carry's entry in mmp_tc_carry: the receivers' ack that covers it all, and where they stand now. 0 or -errno. */
+int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp_tc_carrier *cr,
+			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2, const uint32_t room[2]);
 
 /*
  * Read direction k's bytes at the switch, in their order: the send queue of

@@ -227,19 +227,17 @@ void mmp_tc_abort(struct mmp_loop *loop, struct mmp_conn *c, const char *why)
  */
 
 /* Bytes of one direction still queued: the sending peer's socket in, the engine, the receiving peer's socket out. */
-static uint64_t direction_pending(struct mmp_conn *c, const struct mmp_drain *d, bool up)
+static uint64_t direction_pending(const struct mmp_tc_queues *q, bool up)
 {
-	int from = up ? c->client.fd : c->upstream.fd, to = up ? c->upstream.fd : c->client.fd;
-	int in = mmp_tc_queue_bytes(from, SIOCINQ), out = mmp_tc_queue_bytes(to, SIOCOUTQ);
+	int in = q->in[up ? 0 : 1], out = q->out[up ? 1 : 0];
 
-	return d->buffered[up ? 0 : 1] + (uint64_t)(in > 0 ? in : 0) + (uint64_t)(out > 0 ? out : 0);
+	return q->d.buffered[up ? 0 : 1] + (uint64_t)(in > 0 ? in : 0) + (uint64_t)(out > 0 ? out : 0);
 }
 
-static bool direction_quiet(struct mmp_conn *c, const struct mmp_drain *d, bool up)
+/* An unreadable queue (-1) is not quiet. */
+static bool direction_quiet(const struct mmp_tc_queues *q, bool up)
 {
-	int from = up ? c->client.fd : c->upstream.fd, to = up ? c->upstream.fd : c->client.fd;
-
-	return d->buffered[up ? 0 : 1] == 0 && mmp_tc_queue_bytes(from, SIOCINQ) == 0 && mmp_tc_queue_bytes(to, SIOCOUTQ) == 0;
+	return q->d.buffered[up ? 0 : 1] == 0 && q->in[up ? 0 : 1] == 0 && q->out[up ? 1 : 0] == 0;
 }
 
 /*
@@ -290,145 +288,10 @@ static void note_free_direction(struct mmp_conn *c, bool lb_held)
 	}
 }
 
-/*
- * What a switch now would carry across each way ([0] to the upstream, [1] to
- * the load balancer), from the sockets' state f1 (conn1) and f2 (conn2), live
- * or frozen, and whether the receiver's window takes it whole.
- */
-struct carry_plan {
-	uint32_t rq[2]; /* [0] conn1's receive queue (goes up), [1] conn2's */
-	size_t buffered[2]; /* what the engine holds, by direction */
-	uint64_t len[2];
-	bool fits[2];
-};
-
-static int plan_carry(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2,
-		      struct carry_plan *cp)
-{
-	int rq1 = mmp_tc_queue_bytes(c->client.fd, SIOCINQ), rq2 = mmp_tc_queue_bytes(c->upstream.fd, SIOCINQ);
-	struct mmp_drain d;
-
-	if (rq1 < 0 || rq2 < 0)
-		return -1;
-	mmp_engine_drain_state(c, &d);
-	cp->rq[0] = (uint32_t)rq1;
-	cp->rq[1] = (uint32_t)rq2;
-	cp->buffered[0] = d.buffered[0];
-	cp->buffered[1] = d.buffered[1];
-	cp->len[0] = (uint64_t)(f2->write_seq - f2->snd_una) + d.buffered[0] + (uint32_t)rq1;
-	cp->len[1] = (uint64_t)(f1->write_seq - f1->snd_una) + d.buffered[1] + (uint32_t)rq2;
-	/*
-	 * Within the receiver's window, or the receiver reads: it acked bytes
-	 * since the flow's first attempt (T(c)->reading, note_reading). A peer that never reads would
-	 * hold a carry beyond its window forever, so its flow stays on splice,
-	 * where the other direction goes on. An echo peer held at window 0
-	 * stops reading once it cannot write, with its window nearly closed,
-	 * but starts again as soon as the switch lets it write.
-	 */
-	for (int k = 0; k < 2; k++)
-		cp->fits[k] = cp->len[k] <= TC_CARRY_MAX &&
-			      (cp->len[k] <= (k ? f1 : f2)->win.snd_wnd || T(c)->reading[k]);
-	return 0;
-}
-
-/*
- * Does each receiver read? It acked bytes since the flow's first attempt
- * began (live sockets only). Not since the last look, nor since this
- * attempt: an echo peer stops reading a few ms into a hold, and after an
- * attempt that gave up it may still sit in persist mode when the next one
- * starts. A peer that never reads had filled its window before the first
- * attempt (--tc-handoff-delay) and acks nothing after it.
- */
-static void note_reading(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2)
-{
-	uint64_t acked[2] = { f2->ti.tcpi_bytes_acked, f1->ti.tcpi_bytes_acked };
-
-	for (int k = 0; k < 2; k++)
-		T(c)->reading[k] = acked[k] > T(c)->acked_seen[k];
-}
-
-
-/*
- * Would what direction up (and/or down) holds fit its receiver's window now?
- * The live sockets' state, read as the raw ACKs read it.
- */
-static bool carry_fits(struct mmp_conn *c, bool up, bool down)
-{
-	struct mmp_tc_frozen f1, f2;
-	struct carry_plan cp;
-
-	if (mmp_tc_read_sock(tc_of(c), c->client.fd, &T(c)->tuples[MMP_TC_ROLE_UP], &f1) ||
-	    mmp_tc_read_sock(tc_of(c), c->upstream.fd, &T(c)->tuples[MMP_TC_ROLE_DOWN], &f2) ||
-	    f1.ti.tcpi_state != TCP_STATE_ESTABLISHED || f2.ti.tcpi_state != TCP_STATE_ESTABLISHED)
-		return false;
-	note_reading(c, &f1, &f2);
-	if (plan_carry(c, &f1, &f2, &cp))
-		return false;
-	return (!up || cp.fits[0]) && (!down || cp.fits[1]);
-}
-
-/*
- * The held peers stopped sending: since they were told window 0, nothing
- * arrived from them for TC_SETTLE_MS, or a round trip when longer. Their
- * segments in flight have landed, so the freeze drops none that a peer
- * would have to resend by timeout.
- */
-static bool settled(struct mmp_conn *c, bool lb, bool upstream)
-{
-	struct tcp_info a, b;
-	uint64_t now = mmp_now_ms(), wait, rtt_ms;
-
-	if (!T(c)->zero_ms || mmp_tcp_info(c->client.fd, &a) || mmp_tcp_info(c->upstream.fd, &b))
-		return false;
-	if ((lb && a.tcpi_bytes_received != T(c)->rx[0]) || (upstream && b.tcpi_bytes_received != T(c)->rx[1]) ||
-	    !T(c)->rx_ms) {
-		T(c)->rx[0] = a.tcpi_bytes_received;
-		T(c)->rx[1] = b.tcpi_bytes_received;
-		T(c)->rx_ms = now;
-		return false;
-	}
-	rtt_ms = (a.tcpi_rtt > b.tcpi_rtt ? a.tcpi_rtt : b.tcpi_rtt) / 1000 + 1;
-	wait = rtt_ms > TC_SETTLE_MS ? rtt_ms : TC_SETTLE_MS;
-	return now >= T(c)->rx_ms + wait && now >= T(c)->zero_ms + wait;
-}
-
-/*
- * Carry rather than drain: a stream's queues hold at least TC_CARRY_MIN_BYTES,
- * or a hold that did not drain within TC_CARRY_AFTER_MS (a slow peer). Only
- * where both connections run over lo, for now: with a remote load balancer
- * (t60 at 50 streams over a veth) some carries to it crawled at one window per
- * resend and the upstream's RTOs showed its segments dropped meanwhile
- * (docs/DESIGN.md §3b, "Not covered").
- */
-static bool carry_worth(const struct mmp_conn *c, uint64_t pending)
-{
-	if (T(c)->oif || T(c)->up_oif)
-		return false;
-	return pending >= TC_CARRY_MIN_BYTES || mmp_now_ns() - T(c)->start_ns >= TC_CARRY_AFTER_MS * 1000000ULL;
-}
-
-/*
- * Both peers held: switch with the queues as they are, carrying their bytes
- * across, once both were told window 0, have settled, and each receiver's
- * window takes what is carried to it.
- */
-static bool carry_ready(struct mmp_conn *c)
-{
-	if (!T(c)->zero_ms) {
-		mmp_tc_announce_window(tc_of(c), c, true, true, true);
-		T(c)->zero_ms = mmp_now_ms();
-		return false;
-	}
-	return settled(c, true, true) && carry_fits(c, true, true);
-}
-
 /* Nothing queued anywhere: both sockets' receive and send queues, and what the flow's engine buffers. */
-static bool quiet(struct mmp_conn *c)
+static bool quiet(const struct mmp_tc_queues *q)
 {
-	struct mmp_drain d;
-
-	mmp_engine_drain_state(c, &d);
-	return direction_quiet(c, &d, true) && direction_quiet(c, &d, false);
+	return direction_quiet(q, true) && direction_quiet(q, false);
 }
 
 /*
@@ -519,15 +382,10 @@ static void retry_later(struct mmp_loop *loop, struct mmp_conn *c)
 }
 
 /* "WHAT; queued: ...": every queue of the flow, for an abort's log line. */
-static void describe_queues(struct mmp_conn *c, const char *what, char *buf, size_t len)
+static void describe_queues(const struct mmp_tc_queues *q, const char *what, char *buf, size_t len)
 {
-	struct mmp_drain d;
-
-	mmp_engine_drain_state(c, &d);
 	snprintf(buf, len, "%s; queued: load balancer in %d out %d, upstream in %d out %d, proxy %zu up %zu down", what,
-		 mmp_tc_queue_bytes(c->client.fd, SIOCINQ), mmp_tc_queue_bytes(c->client.fd, SIOCOUTQ),
-		 mmp_tc_queue_bytes(c->upstream.fd, SIOCINQ), mmp_tc_queue_bytes(c->upstream.fd, SIOCOUTQ), d.buffered[0],
-		 d.buffered[1]);
+		 q->in[0], q->out[0], q->in[1], q->out[1], q->d.buffered[0], q->d.buffered[1]);
 }
 
 /*
@@ -538,9 +396,10 @@ static void describe_queues(struct mmp_conn *c, const char *what, char *buf, siz
  * bytes that landed late, beyond a receiver's window, were in the way.
  */
 static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, struct mmp_tc_frozen *f2,
-				  struct carry_plan *cp, char *why, size_t len, bool *late_data)
+				  struct mmp_tc_carry_plan *cp, char *why, size_t len, bool *late_data)
 {
 	struct mmp_tc *tc = tc_of(c);
+	struct mmp_tc_queues q;
 	int err;
 
 	*late_data = false;
@@ -553,11 +412,11 @@ static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, 
 	else if (f1->ti.tcpi_state != TCP_STATE_ESTABLISHED || f2->ti.tcpi_state != TCP_STATE_ESTABLISHED)
 		snprintf(why, len, "a FIN or RST arrived while freezing (TCP state: load balancer's %u, upstream's %u)",
 			 f1->ti.tcpi_state, f2->ti.tcpi_state);
-	else if (plan_carry(c, f1, f2, cp))
+	else if ((mmp_tc_read_queues(c, &q), mmp_tc_plan_carry(c, f1, f2, &q, cp)))
 		snprintf(why, len, "reading the frozen sockets' queues failed");
 	else if (!cp->fits[0] || !cp->fits[1]) {
 		*late_data = true;
-		describe_queues(c, "what is queued no longer fits a receiver's window", why, len);
+		describe_queues(&q, "what is queued no longer fits a receiver's window", why, len);
 	} else {
 		return NULL;
 	}
@@ -570,65 +429,6 @@ static uint32_t room_after(const struct mmp_tc_frozen *f, uint32_t end)
 	int32_t room = (int32_t)(f->snd_una + f->win.snd_wnd - end);
 
 	return room > 0 ? (uint32_t)room : 0;
-}
-
-/*
- * The carried bytes' segments: in the frozen socket's name, as it would
- * have sent them (its ack and clock, the window of the far end less what is
- * carried there), in the receiver's MSS.
- */
-static void carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f,
-			   uint32_t window)
-{
-	cd->hdr.tuple = d->out;
-	cd->hdr.ack = f->rcv_nxt;
-	cd->hdr.window = window >> mmp_tc_wscale(&f->ti, false);
-	cd->hdr.timestamps = d->timestamps;
-	/* Below every translated TSval, above what the peer saw: as the window updates' (tc_peer_acks.c). */
-	cd->hdr.tsval = d->ts_base - TS_MARGIN / 2;
-	cd->hdr.tsecr = f->ts_recent;
-	cd->mss = f->ti.tcpi_snd_mss && f->ti.tcpi_snd_mss < MMP_TC_SEGMENT_MAX ? f->ti.tcpi_snd_mss
-										 : MMP_TC_SEGMENT_MAX;
-	cd->edge = f->snd_una + f->win.snd_wnd;
-}
-
-/*
- * The bytes still queued, read from the frozen sockets: the flow's entry in
- * mmp_tc_carry (the programs clamp the acks for them from the switch on) and
- * the carrier that sends them. Returns 0, or a negative errno with nothing
- * consumed.
- */
-static int prepare_carry(struct mmp_conn *c, const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2,
-			 const struct carry_plan *cp, struct mmp_tc_carrier **out)
-{
-	struct mmp_tc_carrier *cr = calloc(1, sizeof(*cr));
-	int err;
-
-	*out = cr;
-	if (!cr)
-		return -ENOMEM;
-	err = mmp_tc_carry_read(c->upstream.fd, f2, cp->buffered[0], c->client.fd, cp->rq[0], &cr->dir[0]);
-	if (!err)
-		err = mmp_tc_carry_read(c->client.fd, f1, cp->buffered[1], c->upstream.fd, cp->rq[1], &cr->dir[1]);
-	return err;
-}
-
-/* The carry's entry in mmp_tc_carry: the receivers' ack that covers it all, and where they stand now. */
-static int publish_carry(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp_tc_carrier *cr,
-			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2, const uint32_t room[2])
-{
-	struct mmp_tc_carry e = {
-		.end = { f2->snd_una + cr->dir[0].len, f1->snd_una + cr->dir[1].len },
-		.acked = { f2->snd_una, f1->snd_una },
-		.edge = { f2->snd_una + f2->win.snd_wnd, f1->snd_una + f1->win.snd_wnd },
-		/* The windows the switch's updates announce: a clamped pure ACK must open more to pass. */
-		.win_sent = { room[0] >> mmp_tc_wscale(&f1->ti, false), room[1] >> mmp_tc_wscale(&f2->ti, false) },
-		.tsval = { cr->dir[0].hdr.tsval, cr->dir[1].hdr.tsval },
-		.fwd_ack = { cr->dir[0].hdr.ack, cr->dir[1].hdr.ack },
-		.fwd_win = { cr->dir[0].hdr.window, cr->dir[1].hdr.window },
-	};
-
-	return bpf_map_update_elem(tc->carry_fd, &T(c)->flow, &e, BPF_ANY) ? -errno : 0;
 }
 
 /* Back to the live sockets after a failed freeze; leaving repair mode sends a window probe. */
@@ -654,7 +454,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	struct mmp_tc_carrier *cr = NULL;
 	struct flow_tuples ft;
 	struct mmp_tc_frozen f1, f2;
-	struct carry_plan cp;
+	struct mmp_tc_carry_plan cp;
 	char a[MMP_ADDRSTRLEN], why[192];
 	uint32_t end1, end2, room[2];
 	uint64_t took_us;
@@ -679,7 +479,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		unfreeze(loop, c, why, late_data);
 		return;
 	}
-	err = prepare_carry(c, &f1, &f2, &cp, &cr);
+	err = mmp_tc_carry_prepare(c, &f1, &f2, &cp, &cr);
 	if (err) {
 		mmp_tc_carrier_free(cr);
 		snprintf(why, sizeof(why), "reading the bytes to carry across failed: %s", strerror(-err));
@@ -694,8 +494,8 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	mmp_tc_set_paths(tc, c, &flow);
 	flow.carrying = (cr->dir[0].len ? MMP_TC_CARRY_UP : 0) | (cr->dir[1].len ? MMP_TC_CARRY_DOWN : 0);
 	cr->flow = T(c)->flow;
-	carrier_header(&cr->dir[0], &flow.up, &f2, room[1]);
-	carrier_header(&cr->dir[1], &flow.down, &f1, room[0]);
+	mmp_tc_carrier_header(&cr->dir[0], &flow.up, &f2, room[1]);
+	mmp_tc_carrier_header(&cr->dir[1], &flow.down, &f1, room[0]);
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st->last_seen_ns = mmp_now_ns();
 	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */
@@ -703,7 +503,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	st->snd_nxt[1] = f2.rcv_nxt;
 	st->rcv_wnd[0] = f2.win.snd_wnd;
 	st->rcv_wnd[1] = f1.win.snd_wnd;
-	if (flow.carrying && (err = publish_carry(tc, c, cr, &f1, &f2, room))) {
+	if (flow.carrying && (err = mmp_tc_carry_publish(tc, c, cr, &f1, &f2, room))) {
 		mmp_tc_carrier_free(cr);
 		snprintf(why, sizeof(why), "the carry's entry could not be written: %s", strerror(-err));
 		unfreeze(loop, c, why, true);
@@ -764,12 +564,12 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 }
 
 /* HOLD did not quiet down before its deadline: back to splice, and maybe again later. */
-static void give_up(struct mmp_loop *loop, struct mmp_conn *c)
+static void give_up(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_tc_queues *q)
 {
 	char why[192];
 
 	/* Which queue stayed full tells the operator which peer stopped reading. */
-	describe_queues(c, T(c)->both_held ? "the flow did not quiet down in time"
+	describe_queues(q, T(c)->both_held ? "the flow did not quiet down in time"
 					   : "the first held direction did not drain in time",
 			why, sizeof(why));
 	mmp_tc_abort(loop, c, why);
@@ -781,7 +581,7 @@ static void give_up(struct mmp_loop *loop, struct mmp_conn *c)
  * direction it sends must drain. Returns true once it has, twice in a row,
  * and the other peer is held too.
  */
-static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_drain *d)
+static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_tc_queues *q)
 {
 	bool lb_first = T(c)->first_held == MMP_TC_ROLE_HOLD_CONN1;
 	int second = lb_first ? MMP_TC_ROLE_HOLD_CONN2 : MMP_TC_ROLE_HOLD_CONN1;
@@ -791,12 +591,12 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 	 * what its direction holds fits the receiver's window: the switch
 	 * carries it across.
 	 */
-	if (!direction_quiet(c, d, lb_first)) {
-		uint64_t pending = direction_pending(c, d, lb_first);
+	if (!direction_quiet(q, lb_first)) {
+		uint64_t pending = direction_pending(q, lb_first);
 
 		T(c)->quiet = 0;
-		if (!(carry_worth(c, pending) && settled(c, lb_first, !lb_first) &&
-		      carry_fits(c, lb_first, !lb_first))) {
+		if (!(mmp_tc_carry_worth(c, pending) && mmp_tc_settled(c, lb_first, !lb_first) &&
+		      mmp_tc_carry_fits(c, q, lb_first, !lb_first))) {
 			note_progress(c, pending);
 			note_free_direction(c, lb_first);
 			return false;
@@ -821,38 +621,39 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 	return true;
 }
 
+/* One look per check: the queues read here decide the drain and the carry alike. */
 void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 {
-	struct mmp_drain d;
+	struct mmp_tc_queues q;
 
 	if (!T(c)->holding || c->state != CONN_SPLICING)
 		return;
-	mmp_engine_drain_state(c, &d);
-	if (d.fin_seen) {
+	mmp_tc_read_queues(c, &q);
+	if (q.d.fin_seen) {
 		mmp_tc_abort(loop, c, "a FIN arrived during the hand-off");
 		return;
 	}
 	mmp_tc_ask_for_acks(tc_of(c), c);
-	if (!T(c)->both_held && !first_stage_done(loop, c, &d)) {
+	if (!T(c)->both_held && !first_stage_done(loop, c, &q)) {
 		if (!T(c)->holding)
 			return; /* aborted */
 		if (mmp_now_ms() > T(c)->deadline_ms)
-			give_up(loop, c);
+			give_up(loop, c, &q);
 		else
 			mmp_loop_poll_add(loop, c);
 		return;
 	}
-	if (!quiet(c)) {
-		uint64_t pending = direction_pending(c, &d, true) + direction_pending(c, &d, false);
+	if (!quiet(&q)) {
+		uint64_t pending = direction_pending(&q, true) + direction_pending(&q, false);
 
 		T(c)->quiet = 0;
-		if (carry_worth(c, pending) && carry_ready(c)) {
+		if (mmp_tc_carry_worth(c, pending) && mmp_tc_carry_ready(c, &q)) {
 			switch_over(loop, c);
 			return;
 		}
 		note_progress(c, pending);
 		if (mmp_now_ms() > T(c)->deadline_ms)
-			give_up(loop, c);
+			give_up(loop, c, &q);
 		else
 			mmp_loop_poll_add(loop, c);
 		return;

@@ -233,6 +233,18 @@ void mmp_tc_unbound_queues(struct mmp_conn *c);
 /* Both receive queues are within their bound (or waited for long enough): a hand-off may start. */
 bool mmp_tc_queues_small(struct mmp_conn *c);
 
+/*
+ * One look at a held flow's queues: SIOCINQ and SIOCOUTQ of [0] conn1 (the
+ * load balancer's socket) and [1] conn2 (the upstream's), -1 where the ioctl
+ * failed, and what the flow's engine buffers. Read once per check, for the
+ * drain and the carry decision alike (tc_carry_plan.c).
+ */
+struct mmp_tc_queues {
+	int in[2], out[2];
+	struct mmp_drain d;
+};
+void mmp_tc_read_queues(struct mmp_conn *c, struct mmp_tc_queues *q);
+
 /* tc_load.c: once a second, hook the interface an upstream beyond loopback's route uses now. */
 void mmp_tc_follow_upstreams(struct mmp_tc *tc);
 /* tc_paths.c: whether ifindex is one of the interfaces hooked besides lo (ingress and egress). */
