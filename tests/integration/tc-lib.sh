@@ -284,6 +284,91 @@ tc_bidir_wait() {
 	wait "$BIDIR_PID" 2>/dev/null
 }
 
+# tc_echo_case NAME LISTEN UPSTREAM_LISTEN NET PORT_BASE [PROXY ARGS...] [-- BIDIR ARGS...]:
+# one case (case_begin to case_end) of ECHO_N flat-out two-way streams of
+# ECHO_SIZE each way through an echo upstream (t20, t60). It starts a proxy
+# (tc_mmp_start LISTEN PROXY ARGS, pins named after PORT_BASE), runs
+# mmpt-bidir --echo in the proxy namespace (the load balancer connects to
+# LISTEN from NET addresses and ports from PORT_BASE up, the upstream listens
+# on UPSTREAM_LISTEN; --timeout ECHO_TIMEOUT, --max-failures 2, BIDIR ARGS),
+# counts the namespace's TCP stalls and drops (tc_nstat_delta), stops the
+# proxy. Asserted, the FAIL reasons in this order:
+#   - no connection moved no byte for 2 s (tc_bidir_poll);
+#   - every connection byte-exact both ways ("conn ... up N ok down N ok");
+#   - what ECHO_CHECK asserts;
+#   - no flow stayed on splice (-v 2 lines, tc_outcomes);
+#   - with ECHO_WITHIN_S set, every flow in the kernel within ECHO_WITHIN_S s
+#     of its start: MMP_TC_HANDOFF_DELAY plus the longest hand-off;
+#   - no data segment dropped by PAWS (tc_paws_verdict);
+#   - at most ECHO_MAX_RTOS (default 0) RTOs in the proxy namespace.
+# Hooks, the names of the test's own functions (empty: none):
+#   ECHO_WHILE  called once the streams run (BIDIR_PID), to read something
+#               meanwhile; the streams are waited for after it returns;
+#   ECHO_CHECK  the test's own assertions and its report (the "# ..." line,
+#               case_note), called after the exactness checks with ECHO_OK
+#               (connections byte-exact), ECHO_MS (the run's duration),
+#               OC_* (tc_outcomes), HO_* (tc_handoff_stats) and NSTAT_D /
+#               NSTAT_STR set.
+# ECHO_NAME, ECHO_PORT_BASE, ECHO_OUT (the tool's output) and ECHO_MARK (the
+# proxy log's size at the start) are set for the hooks too.
+ECHO_TIMEOUT=60
+ECHO_MAX_RTOS=0
+ECHO_WITHIN_S=""
+ECHO_WHILE=""
+ECHO_CHECK=""
+tc_echo_case() {
+	local listen=$2 uplisten=$3 net=$4 pbase=$5 mmp_args=() bad t0 paws rtos
+	ECHO_NAME=$1
+	ECHO_PORT_BASE=$pbase
+	ECHO_OUT="$T_TMP/echo-$pbase.out"
+	shift 5
+	while (($#)) && [[ $1 != -- ]]; do
+		mmp_args+=("$1")
+		shift
+	done
+	(($#)) && shift
+	case_begin "$ECHO_NAME"
+	if ! tc_mmp_start "$(tc_pindir "$pbase")" "$listen" "${mmp_args[@]}"; then
+		case_fail "$MMP_START_ERR"
+		case_end
+		return
+	fi
+	ECHO_MARK=$(log_mark "$MMP_LOG")
+	tc_nstat "$TOPO_PROXY" NS0
+	t0=$(date +%s%N)
+	tc_bidir_start "$TOPO_PROXY" "$ECHO_OUT" -c "$listen" -l "$uplisten" -n "$ECHO_N" --parallel "$ECHO_N" \
+		--size "$ECHO_SIZE" --echo --net "$net" --port-base "$pbase" --timeout "$ECHO_TIMEOUT" --max-failures 2 "$@"
+	[[ -z $ECHO_WHILE ]] || "$ECHO_WHILE"
+	tc_bidir_wait
+	ECHO_MS=$((($(date +%s%N) - t0) / 1000000))
+	tc_nstat_delta "$TOPO_PROXY" NS0
+	tc_outcomes "$MMP_LOG" "$ECHO_MARK"
+	tc_handoff_stats "$MMP_LOG" "$ECHO_MARK"
+
+	ECHO_OK=$(grep -c '^conn .* up [0-9]* ok down [0-9]* ok$' "$ECHO_OUT")
+	bad=$(grep '^conn ' "$ECHO_OUT" | grep -v ' up [0-9]* ok down [0-9]* ok$' | head -3 | tr '\n' ';')
+	((TC_STALLS == 0)) || case_fail "$TC_STALLS connections moved no byte for 2 s (first: $TC_STALL_DIAG)"
+	((ECHO_OK == ECHO_N)) ||
+		case_fail "$ECHO_OK of $ECHO_N connections byte-exact both ways ($(tail -n 1 "$ECHO_OUT"); e.g. ${bad:-$(tail -n 2 "$ECHO_OUT" | tr '\n' ' ')})"
+	[[ -z $ECHO_CHECK ]] || "$ECHO_CHECK"
+	((OC_STAYS == 0)) || case_fail "$OC_STAYS flows stayed on splice (first: $OC_FIRST_OTHER)"
+	if [[ -n $ECHO_WITHIN_S && $HO_MAX != - ]] &&
+		awk -v m="$HO_MAX" -v d="${MMP_TC_HANDOFF_DELAY:-0}" -v w="$ECHO_WITHIN_S" 'BEGIN { exit !(m + d > w * 1000) }'; then
+		case_fail "a flow reached the kernel ${MMP_TC_HANDOFF_DELAY:-0} ms + $HO_MAX ms after its start: over $ECHO_WITHIN_S s"
+	fi
+	paws=$(tc_paws_verdict)
+	[[ -z $paws ]] || case_fail "$paws"
+	# Loopback loses nothing: with ECHO_MAX_RTOS 0, an RTO is a segment the hand-off lost.
+	rtos=${NSTAT_D[TcpExtTCPTimeouts]:-0}
+	if ((ECHO_MAX_RTOS == 0 && rtos > 0)); then
+		case_fail "$rtos RTOs: a segment was lost on loopback, and a flow stalled for 200 ms or more ($NSTAT_STR)"
+	elif ((rtos > ECHO_MAX_RTOS)); then
+		case_fail "$rtos RTOs (at most $ECHO_MAX_RTOS): segments were lost, and flows stalled for 200 ms or more ($NSTAT_STR)"
+	fi
+	mmp_stop
+	case_end
+}
+
 # hap_lb_start: HAProxy in LB_NS as a remote load balancer (send-proxy-v2),
 # listening on LB_IP4 / [LB_IP6]:HAP_PORT and sending to the proxy at
 # P_IP4 / [P_IP6]:PROXY_PORT (t13, t16 set those). HAPLB_PID is its PID.
