@@ -22,6 +22,8 @@
  * up to one segment more than write_seq - snd_una, in front.
  */
 #define SENDQ_SLACK (64 * 1024)
+/* The smallest segment a carry falls back to when the path refuses bigger ones: IPv6's minimum MTU's. */
+#define MIN_SEGMENT 1220
 
 static int select_queue(int fd, int q)
 {
@@ -114,12 +116,27 @@ void mmp_tc_carrier_free(struct mmp_tc_carrier *cr)
 /* tc_handoff.c calls these with both sockets frozen. */
 
 /*
+ * The largest segment lo takes: its MTU less the IP header and a TCP header
+ * with timestamps. A receiver on this host takes any size, whatever MSS it
+ * advertised; the frozen socket's own MSS may be far smaller (an upstream
+ * connection clamped to a remote load balancer's path, pre_connect).
+ */
+static uint32_t lo_segment_max(const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f)
+{
+	uint32_t ip = d->out.family == 4 ? 20 : 40;
+
+	return f->ti.tcpi_pmtu > ip + 32 ? f->ti.tcpi_pmtu - ip - 32 : 0;
+}
+
+/*
  * The carried bytes' segments: in the frozen socket's name, as it would
  * have sent them (its ack and clock, the window of the far end less what is
- * carried there), in the receiver's MSS.
+ * carried there), in the receiver's MSS, or lo's for a receiver on lo: small
+ * segments cost a receiver about twice their payload in buffer, and 1-2 MB
+ * in a remote load balancer's MSS stalled upstreams on lo (docs/DESIGN.md §3b).
  */
 void mmp_tc_carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f,
-			   uint32_t window)
+			   uint32_t window, bool on_lo)
 {
 	cd->hdr.tuple = d->out;
 	cd->hdr.ack = f->rcv_nxt;
@@ -128,8 +145,9 @@ void mmp_tc_carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir 
 	/* Below every translated TSval, above what the peer saw: as the window updates' (tc_peer_acks.c). */
 	cd->hdr.tsval = d->ts_base - TS_MARGIN / 2;
 	cd->hdr.tsecr = f->ts_recent;
-	cd->mss = f->ti.tcpi_snd_mss && f->ti.tcpi_snd_mss < MMP_TC_SEGMENT_MAX ? f->ti.tcpi_snd_mss
-										 : MMP_TC_SEGMENT_MAX;
+	cd->mss = on_lo ? lo_segment_max(d, f) : f->ti.tcpi_snd_mss;
+	if (!cd->mss || cd->mss > MMP_TC_SEGMENT_MAX)
+		cd->mss = MMP_TC_SEGMENT_MAX;
 	cd->edge = f->snd_una + f->win.snd_wnd;
 }
 
@@ -177,29 +195,40 @@ int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp
 /*
  * Send what the receiver's window allows from cd->sent on. A resend sends
  * one segment at the ack, as TCP's timeout does (the acks it brings send the
- * rest), even into a closed window: the receiver's answer carries its
- * window, as a window probe's does.
+ * rest), within the window: Linux drops a segment that ends beyond it whole
+ * (TcpExtBeyondWindow), so a full-size resend into a window smaller than one
+ * segment was never taken. Into a closed window it sends one byte, a probe:
+ * the receiver drops it, and its answer carries the window, as a window
+ * probe's does.
  */
 static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carry_dir *cd, bool resend)
 {
 	int fd = cd->hdr.tuple.family == 4 ? w->tc->raw4 : w->tc->raw6;
-	int32_t room = (int32_t)(cd->edge - cd->base);
-	uint32_t limit = cd->len;
+	int32_t window_end = (int32_t)(cd->edge - cd->base); /* in buf */
+	uint32_t limit = window_end <= 0 ? 0 : (uint32_t)window_end < cd->len ? (uint32_t)window_end : cd->len;
+	bool probe = false;
 
 	if (cd->acked >= cd->len)
 		return;
-	if (resend)
+	if (resend) {
 		cd->sent = cd->acked;
-	if (room < (int32_t)limit)
-		limit = room > 0 ? (uint32_t)room : 0;
-	if (resend)
-		limit = cd->sent + (cd->len - cd->sent < cd->mss ? cd->len - cd->sent : cd->mss);
+		if (limit > cd->acked + cd->mss)
+			limit = cd->acked + cd->mss;
+		probe = limit <= cd->acked;
+		if (probe)
+			limit = cd->acked + 1;
+	}
 	while (cd->sent < limit) {
 		uint32_t n = limit - cd->sent < cd->mss ? limit - cd->sent : cd->mss;
 		int err;
 
 		cd->hdr.seq = cd->base + cd->sent;
 		err = mmp_tc_send_segment(fd, &cd->hdr, cd->buf + cd->sent, n, w->scratch);
+		if (err == -EMSGSIZE && cd->mss > MIN_SEGMENT) {
+			/* The path shrank (or lo's MTU was lowered): smaller segments, at once. */
+			cd->mss = cd->mss / 2 > MIN_SEGMENT ? cd->mss / 2 : MIN_SEGMENT;
+			continue;
+		}
 		if (err) {
 			/* ENOBUFS and the like: the resend timer tries again. */
 			pr_debug("tc engine: sending carried bytes failed: %s", strerror(-err));
@@ -209,6 +238,9 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carry_dir *cd, bool 
 			mmp_count(w->loop->counters, MMP_TCP_CNT_tc_carry_resent, n);
 		cd->sent += n;
 	}
+	/* The probe's byte was dropped: the window its answer opens is filled from the ack. */
+	if (probe)
+		cd->sent = cd->acked;
 }
 
 /*
@@ -227,8 +259,16 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, bool *
 		struct mmp_tc_carry_dir *cd = &cr->dir[k];
 		int32_t acked = (int32_t)(e.acked[k] - cd->base);
 
+		/*
+		 * Capped before the comparison: a receiver acks beyond the carry
+		 * once the peer's new bytes follow it, and an ack compared
+		 * uncapped "moved" on every step, which put off the other
+		 * direction's resends for good (t60's remote case stalled).
+		 */
+		if (acked > (int32_t)cd->len)
+			acked = (int32_t)cd->len;
 		if (acked > (int32_t)cd->acked) {
-			cd->acked = (uint32_t)acked > cd->len ? cd->len : (uint32_t)acked;
+			cd->acked = (uint32_t)acked;
 			if (cd->sent < cd->acked)
 				cd->sent = cd->acked;
 			*moved = true;
@@ -298,6 +338,9 @@ static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t no
 		return true;
 	}
 	if (now >= cr->resend_ms) {
+		pr_debug("tc engine: flow %llu: carried bytes sent again after %u ms (acked: %u of %u up, %u of %u down)",
+			 (unsigned long long)cr->flow, cr->rto_ms, cr->dir[0].acked, cr->dir[0].len, cr->dir[1].acked,
+			 cr->dir[1].len);
 		send_dir(w, &cr->dir[0], true);
 		send_dir(w, &cr->dir[1], true);
 		cr->rto_ms = cr->rto_ms * 2 > TC_CARRY_RTO_MAX_MS ? TC_CARRY_RTO_MAX_MS : cr->rto_ms * 2;

@@ -14,6 +14,7 @@
 #include "engine/tc/tc_frozen.h"
 #include "engine/tc/tc_internal.h"
 #include "engine/tc/tc_peer_acks.h"
+#include "lib/config.h"
 #include "lib/sockinfo.h"
 
 void mmp_tc_read_queues(struct mmp_conn *c, struct mmp_tc_queues *q)
@@ -103,14 +104,13 @@ bool mmp_tc_settled(struct mmp_conn *c, bool lb, bool upstream)
 }
 
 /*
- * Only where both connections run over lo, for now: with a remote load
- * balancer (t60 at 50 streams over a veth) some carries to it crawled at one
- * window per resend and the upstream's RTOs showed its segments dropped
- * meanwhile (docs/DESIGN.md §3b, "Not covered").
+ * Carried segments leave from the raw socket, which sets no -m mark. Toward
+ * an upstream beyond loopback the mark may choose the route (docs/DESIGN.md
+ * §14), so with -m such a flow drains instead.
  */
 bool mmp_tc_carry_worth(const struct mmp_conn *c, uint64_t pending)
 {
-	if (T(c)->oif || T(c)->up_oif)
+	if (T(c)->up_oif && tc_of(c)->cfg->mark)
 		return false;
 	return pending >= TC_CARRY_MIN_BYTES || mmp_now_ns() - T(c)->start_ns >= TC_CARRY_AFTER_MS * 1000000ULL;
 }

@@ -494,8 +494,8 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	mmp_tc_set_paths(tc, c, &flow);
 	flow.carrying = (cr->dir[0].len ? MMP_TC_CARRY_UP : 0) | (cr->dir[1].len ? MMP_TC_CARRY_DOWN : 0);
 	cr->flow = T(c)->flow;
-	mmp_tc_carrier_header(&cr->dir[0], &flow.up, &f2, room[1]);
-	mmp_tc_carrier_header(&cr->dir[1], &flow.down, &f1, room[0]);
+	mmp_tc_carrier_header(&cr->dir[0], &flow.up, &f2, room[1], !T(c)->up_oif);
+	mmp_tc_carrier_header(&cr->dir[1], &flow.down, &f1, room[0], !T(c)->oif);
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st->last_seen_ns = mmp_now_ns();
 	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */
