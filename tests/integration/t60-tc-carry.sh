@@ -17,10 +17,11 @@
 #
 # Cases:
 #   1 IPv4, local load balancer (lo);
-#   2 IPv6, local load balancer. With T60_REMOTE=1 also 2r: IPv6, a remote
-#     load balancer (its sockets in the client namespace, over veth-p;
-#     --iface veth-p), whose flows do not carry yet: at 50 streams some
-#     stalled (docs/DESIGN.md §3b, "Not covered").
+#   2 IPv6, local load balancer;
+#   2r IPv6, a remote load balancer (its sockets in the client namespace, over
+#     veth-p; --iface veth-p). The carry toward it and toward the upstream,
+#     whose connection is clamped to the veth's MSS, once stalled streams for
+#     seconds (docs/DESIGN.md §3b, "A remote load balancer").
 #   Asserted for each: every connection byte-exact both ways (sha256 of what
 #   each end sent against what the other received); every flow spliced in the
 #   kernel (stats --json: tcp.tc_flows = N, read while the streams still
@@ -28,8 +29,7 @@
 #   "spliced in the kernel after" lines); the hand-offs carried bytes
 #   (tcp.tc_carried > 0), so the case tests the carry; no PAWS-dropped data
 #   with a retransmission in the namespaces (the carry does not confuse the
-#   peers' timestamps), and at most T60_MAX_RTOS (2) RTOs: t20 holds 4
-#   streams to none, but 50 streams on 2 cores saw 0-1 a case, not yet traced.
+#   peers' timestamps), and at most T60_MAX_RTOS RTOs.
 #   3 an upstream that never reads: the hand-off must not carry bytes its
 #     window cannot take (nothing would ever deliver them), so the flow stays
 #     on splice, byte-exact for what the upstream accepted, and nothing is
@@ -60,8 +60,6 @@ json_counter() {
 ECHO_N=$N
 ECHO_SIZE=$SIZE
 ECHO_TIMEOUT=90
-# t20 (4 streams) fails on any RTO; at 50 streams on 2 cores 0-1 a case were seen, not yet traced to
-# their cause (docs/benchmarks.md): more than MAX_RTOS fails.
 ECHO_MAX_RTOS=$MAX_RTOS
 ECHO_WITHIN_S=1 # MMP_TC_HANDOFF_DELAY (DELAY_MS) plus the longest hand-off
 ECHO_WHILE=t60_while
@@ -99,12 +97,8 @@ tc_echo_case "1 IPv4, local load balancer: $N echo streams flat out, $SIZE each 
 	"127.0.0.1:$PROXY_PORT" "127.0.0.1:$UP_PORT" 203.0.113. 33000
 tc_echo_case "2 IPv6, local load balancer: $N echo streams flat out, $SIZE each way, each in the kernel within 1 s" \
 	"[::1]:$PROXY_PORT" "[::1]:$UP_PORT" 2001:db8:5:: 34000
-# A remote load balancer's flows drain instead of carrying for now (docs/DESIGN.md §3b, "Not covered"):
-# T60_REMOTE=1 runs the case, which then fails on stalls.
-if [[ ${T60_REMOTE:-0} == 1 ]]; then
-	tc_echo_case "2r IPv6, remote load balancer: $N echo streams flat out, $SIZE each way, each in the kernel within 1 s" \
-		"[$TOPO_PROXY_IP6]:$PROXY_PORT" "[::1]:$UP_PORT" 2001:db8:5:: 36000 --iface veth-p -- --lb-netns "/run/netns/$TOPO_CLIENT"
-fi
+tc_echo_case "2r IPv6, remote load balancer: $N echo streams flat out, $SIZE each way, each in the kernel within 1 s" \
+	"[$TOPO_PROXY_IP6]:$PROXY_PORT" "[::1]:$UP_PORT" 2001:db8:5:: 36000 --iface veth-p -- --lb-netns "/run/netns/$TOPO_CLIENT"
 
 # An upstream that accepts and never reads: python, as nothing in the tools does that on purpose.
 never_read_case() {
