@@ -300,7 +300,11 @@ start_proxy() {
 				--listeners 2 --engine "${inner#*/}" --pin-dir "$PIN_DIR" --detach -v 0)
 			[[ $proto == udp ]] && cmd+=(-p udp)
 			# Builds since issue 26 refuse UDP without -a unless told so; older ones lack the flag.
-			[[ $proto == udp ]] && "$bin" run --help 2>&1 | grep -q -- --udp-any-source && cmd+=(--udp-any-source)
+			# The help is read whole first: under pipefail, grep -q closing the pipe early made the
+			# probe fail now and then (SIGPIPE), and that round's proxy refused to start.
+			local help
+			[[ $proto == udp ]] && help=$("$bin" run --help 2>&1) && [[ $help == *--udp-any-source* ]] &&
+				cmd+=(--udp-any-source)
 			;;
 		go-mmproxy | go-mmproxy-head)
 			local go=$GO_MMPROXY
