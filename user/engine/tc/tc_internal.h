@@ -56,6 +56,8 @@ struct tc_bpf;
  */
 #define TC_CARRY_MIN_BYTES (64 * 1024)
 #define TC_CARRY_AFTER_MS 10
+/* A receiver "reads" (the carry's fit rule, tc_carry_plan.c) once it acked this much since the first attempt. */
+#define TC_READING_MIN_BYTES (64 * 1024)
 /*
  * While a flow waits for its hand-off, each proxy socket advertises at most
  * TC_WAIT_WINDOW and has SO_SNDBUF TC_WAIT_SNDBUF (the kernel doubles it):
