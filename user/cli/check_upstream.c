@@ -65,7 +65,7 @@ static int probe(const struct mmp_config *cfg, const struct sockaddr_storage *sr
 	*what = "recording the probe's tuple";
 	err = mmp_steer_add(IPPROTO_TCP, (const struct sockaddr *)src, (const struct sockaddr *)target, &owner);
 	if (!err) {
-		fd = mmp_upstream_connect((const struct sockaddr *)src, (const struct sockaddr *)target, 0, 0, what);
+		fd = mmp_upstream_connect((const struct sockaddr *)src, (const struct sockaddr *)target, cfg->mark, 0, what);
 		if (fd < 0) {
 			err = fd;
 		} else {
@@ -139,7 +139,7 @@ bool mmp_check_upstream(const struct mmp_config *cfg, int family, bool *handled)
 		return true;
 	*handled = true;
 	mmp_fmt_addr((const void *)target, a);
-	oif = mmp_route_oif(target);
+	oif = mmp_route_oif(target, cfg->mark);
 	if (oif <= 0) {
 		printf("FAIL %s upstream %s: no route to it (%s)\n", name, a, strerror(oif ? -oif : ENOENT));
 		printf("    fix: add a route to it (ip %s route add %s/%d via GATEWAY), or correct %s\n",

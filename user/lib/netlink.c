@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -8,7 +9,7 @@
 #include <sys/socket.h>
 #include "lib/netlink.h"
 
-int mmp_route_oif(const struct sockaddr_storage *dst)
+int mmp_route_oif(const struct sockaddr_storage *dst, uint32_t mark)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -35,6 +36,14 @@ int mmp_route_oif(const struct sockaddr_storage *dst)
 	rta->rta_len = RTA_LENGTH(alen);
 	memcpy(RTA_DATA(rta), addr, alen);
 	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(req.rt)) + RTA_ALIGN(rta->rta_len);
+	if (mark) {
+		/* As a socket with SO_MARK would be routed: fwmark rules choose its table. */
+		rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+		rta->rta_type = RTA_MARK;
+		rta->rta_len = RTA_LENGTH(sizeof(mark));
+		memcpy(RTA_DATA(rta), &mark, sizeof(mark));
+		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	}
 	if (send(fd, &req, req.nh.nlmsg_len, 0) < 0) {
 		oif = -errno;
 		goto out;

@@ -40,6 +40,7 @@ static struct {
 	 */
 	int ifindex[2];
 	struct sockaddr_storage target[2]; /* the upstream whose route ifindex follows */
+	uint32_t mark; /* -m: the upstream sockets' SO_MARK, which fwmark rules may route by */
 	int hooked[2]; /* the interfaces our filter is on (one serves both families on one interface) */
 	int map_fd;
 	__u32 prog_id;
@@ -101,14 +102,14 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
 }
 
 /* The interface replies from target arrive on, or 0 when target needs no steering; -errno when unroutable. */
-static int upstream_ifindex(const struct sockaddr_storage *target)
+static int upstream_ifindex(const struct sockaddr_storage *target, uint32_t mark)
 {
 	char a[MMP_ADDRSTRLEN];
 	int oif;
 
 	if (!target->ss_family || mmp_is_loopback_addr(target) || mmp_is_local_addr(target))
 		return 0; /* on this host: replies come back through lo, the `from 127.0.0.1/8 iif lo` rule */
-	oif = mmp_route_oif(target);
+	oif = mmp_route_oif(target, mark);
 	if (oif <= 0) {
 		pr_err("no route to the upstream %s (%s): add a route to it, or fix %s",
 		       mmp_fmt_addr((const void *)target, a), strerror(oif ? -oif : ENOENT),
@@ -165,7 +166,7 @@ int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin
 	int err, prog_fd;
 
 	for (int i = 0; i < 2; i++) {
-		st.ifindex[i] = upstream_ifindex(targets[i]);
+		st.ifindex[i] = upstream_ifindex(targets[i], cfg->mark);
 		if (st.ifindex[i] < 0)
 			return st.ifindex[i];
 	}
@@ -182,6 +183,7 @@ int mmp_steer_open_as(const struct mmp_config *cfg, const char *id_dir, bool pin
 	st.id = mmp_instance_steer_id(id_dir);
 	/* Owners are unique across a takeover's two processes, which share the map (open_and_load). */
 	st.next_owner = ((uint64_t)getpid() << 32) | 1;
+	st.mark = cfg->mark;
 	for (int i = 0; i < 2; i++) {
 		if (!st.ifindex[i])
 			continue;
@@ -371,7 +373,7 @@ static void follow_routes(void)
 	char a[MMP_ADDRSTRLEN], n1[IF_NAMESIZE], n2[IF_NAMESIZE];
 
 	for (int i = 0; i < 2; i++) {
-		int oif = st.target[i].ss_family ? mmp_route_oif(&st.target[i]) : 0;
+		int oif = st.target[i].ss_family ? mmp_route_oif(&st.target[i], st.mark) : 0;
 
 		want[i] = oif > 0 ? oif : st.ifindex[i];
 	}
