@@ -136,9 +136,10 @@ static uint32_t lo_segment_max(const struct mmp_tc_dir *d, const struct mmp_tc_f
  * in a remote load balancer's MSS stalled upstreams on lo (docs/DESIGN.md §3b).
  */
 void mmp_tc_carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f,
-			   uint32_t window, bool on_lo)
+			   uint32_t window, bool on_lo, uint32_t mark)
 {
 	cd->hdr.tuple = d->out;
+	cd->hdr.mark = mark;
 	cd->hdr.ack = f->rcv_nxt;
 	cd->hdr.window = window >> mmp_tc_wscale(&f->ti, false);
 	cd->hdr.timestamps = d->timestamps;

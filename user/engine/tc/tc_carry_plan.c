@@ -106,15 +106,8 @@ bool mmp_tc_settled(struct mmp_conn *c, bool lb, bool upstream)
 	return now >= T(c)->rx_ms + wait && now >= T(c)->zero_ms + wait;
 }
 
-/*
- * Carried segments leave from the raw socket, which sets no -m mark. Toward
- * an upstream beyond loopback the mark may choose the route (docs/DESIGN.md
- * §14), so with -m such a flow drains instead.
- */
 bool mmp_tc_carry_worth(const struct mmp_conn *c, uint64_t pending)
 {
-	if (T(c)->up_oif && tc_of(c)->cfg->mark)
-		return false;
 	return pending >= TC_CARRY_MIN_BYTES || mmp_now_ns() - T(c)->start_ns >= TC_CARRY_AFTER_MS * 1000000ULL;
 }
 

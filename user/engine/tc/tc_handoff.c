@@ -62,7 +62,7 @@ static const char *ineligible(struct mmp_tc *tc, struct mmp_conn *c)
 	local_lb = mmp_is_local_addr(&l);
 	T(c)->oif = 0;
 	if (!local_lb) {
-		int oif = mmp_route_oif(&l);
+		int oif = mmp_route_oif(&l, 0); /* the load balancer's sockets are unmarked */
 
 		if (oif <= 0)
 			return "no route back to the load balancer";
@@ -350,6 +350,7 @@ static bool reset_during_switch(struct mmp_loop *loop, struct mmp_conn *c, const
 	if (a.tcpi_state != TCP_STATE_ESTABLISHED) {
 		/* The load balancer reset conn1: reset the upstream, from the client. */
 		rst.tuple = flow->up.out;
+		rst.mark = tc->cfg->mark;
 		rst.seq = f2->write_seq;
 		rst.ack = f2->rcv_nxt;
 	} else {
@@ -494,8 +495,8 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	mmp_tc_set_paths(tc, c, &flow);
 	flow.carrying = (cr->dir[0].len ? MMP_TC_CARRY_UP : 0) | (cr->dir[1].len ? MMP_TC_CARRY_DOWN : 0);
 	cr->flow = T(c)->flow;
-	mmp_tc_carrier_header(&cr->dir[0], &flow.up, &f2, room[1], !T(c)->up_oif);
-	mmp_tc_carrier_header(&cr->dir[1], &flow.down, &f1, room[0], !T(c)->oif);
+	mmp_tc_carrier_header(&cr->dir[0], &flow.up, &f2, room[1], !T(c)->up_oif, tc->cfg->mark);
+	mmp_tc_carrier_header(&cr->dir[1], &flow.down, &f1, room[0], !T(c)->oif, 0);
 	/* Nothing is translated yet (FREEZE): the idle clock starts now. */
 	st->last_seen_ns = mmp_now_ns();
 	/* What each receiver expects next, and its window: RSTs and FINs are judged by them. */

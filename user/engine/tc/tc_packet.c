@@ -115,24 +115,41 @@ int mmp_tc_send_segment(int raw_fd, const struct mmp_tc_ack *a, const void *payl
 {
 	size_t len = mmp_tc_build_segment(a, payload, plen, buf);
 	struct sockaddr_storage dst = { 0 };
-	socklen_t dlen;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(uint32_t))];
+	} ctl = { 0 };
+	struct msghdr msg = { .msg_name = &dst, .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (a->tuple.family == 4) {
 		struct sockaddr_in *sin = (void *)&dst;
 
 		sin->sin_family = AF_INET;
 		memcpy(&sin->sin_addr, a->tuple.daddr, 4);
-		dlen = sizeof(*sin);
+		msg.msg_namelen = sizeof(*sin);
 	} else {
 		struct sockaddr_in6 *sin6 = (void *)&dst;
 
 		sin6->sin6_family = AF_INET6;
 		memcpy(&sin6->sin6_addr, a->tuple.daddr, 16);
-		dlen = sizeof(*sin6);
+		msg.msg_namelen = sizeof(*sin6);
+	}
+	if (a->mark) {
+		/* Per message: the same raw socket sends toward the load balancer, unmarked. */
+		struct cmsghdr *cm;
+
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SO_MARK;
+		cm->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+		memcpy(CMSG_DATA(cm), &a->mark, sizeof(uint32_t));
 	}
 	if (raw_fd < 0)
 		return -EAFNOSUPPORT;
-	if (sendto(raw_fd, buf, len, 0, (struct sockaddr *)&dst, dlen) != (ssize_t)len)
+	if (sendmsg(raw_fd, &msg, 0) != (ssize_t)len)
 		return -errno;
 	return 0;
 }

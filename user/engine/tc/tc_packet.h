@@ -16,6 +16,7 @@ struct mmp_tc_ack {
 	bool timestamps;
 	uint32_t tsval;
 	uint32_t tsecr; /* 0 when there is no echo to give */
+	uint32_t mark; /* skb->mark to send it with (-m, toward the upstream); 0: none */
 };
 
 /* The most payload one segment takes: an IPv4 packet's 16-bit length less the headers with timestamps. */
@@ -33,7 +34,11 @@ size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf);
  */
 size_t mmp_tc_build_segment(const struct mmp_tc_ack *a, const void *payload, size_t len, uint8_t *buf);
 
-/* Build and send through a raw IPPROTO_RAW socket of the right family. Returns 0 or -errno. */
+/*
+ * Build and send through a raw IPPROTO_RAW socket of the right family, with
+ * a->mark as an SO_MARK control message when set (routed and filtered as
+ * the upstream socket's own segments were). Returns 0 or -errno.
+ */
 int mmp_tc_send_ack(int raw_fd, const struct mmp_tc_ack *a);
 /* Build and send a segment with payload (buf: scratch of 80 + len bytes). Returns 0 or -errno. */
 int mmp_tc_send_segment(int raw_fd, const struct mmp_tc_ack *a, const void *payload, size_t len, uint8_t *buf);

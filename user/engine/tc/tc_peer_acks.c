@@ -8,6 +8,7 @@
 #include "engine/tc/tc_internal.h"
 #include "engine/tc/tc_packet.h"
 #include "engine/tc/tc_peer_acks.h"
+#include "lib/config.h"
 #include "lib/log.h"
 #include "mmp_tc.h"
 
@@ -41,6 +42,7 @@ void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
 		.window = room[1] >> mmp_tc_wscale(&f2->ti, false),
 		.timestamps = flow->up.timestamps,
 		.tsval = flow->up.ts_base - TS_MARGIN / 2,
+		.mark = tc->cfg->mark,
 	};
 	int fd = flow->up.out.family == 4 ? tc->raw4 : tc->raw6;
 	int err;
@@ -53,9 +55,12 @@ void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flo
 			strerror(-err));
 }
 
-/* A pure ACK to `to` as the socket whose state is f would send it, at seq, with window (in its scale). */
+/*
+ * A pure ACK to `to` as the socket whose state is f would send it, at seq,
+ * with window (in its scale); toward the upstream with its -m mark.
+ */
 static void ack_as_socket(struct mmp_tc *tc, const struct mmp_tc_tuple *to, const struct mmp_tc_frozen *f, uint32_t seq,
-			  uint32_t window)
+			  uint32_t window, bool to_upstream)
 {
 	struct mmp_tc_ack ack = {
 		.tuple = *to,
@@ -64,6 +69,7 @@ static void ack_as_socket(struct mmp_tc *tc, const struct mmp_tc_tuple *to, cons
 		.window = window,
 		.timestamps = f->ti.tcpi_options & TCPI_OPT_TIMESTAMPS,
 		.tsval = f->tsval,
+		.mark = to_upstream ? tc->cfg->mark : 0,
 	};
 
 	mmp_tc_send_ack(to->family == 4 ? tc->raw4 : tc->raw6, &ack);
@@ -104,7 +110,7 @@ void mmp_tc_announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, b
 			continue; /* the flow will find out at FREEZE, or is ending anyway */
 		if (!zero) /* what is left of the window the socket last advertised, in its scale */
 			window = (f.win.rcv_wup + f.win.rcv_wnd - f.rcv_nxt) >> mmp_tc_wscale(&f.ti, false);
-		ack_as_socket(tc, to[i], &f, f.snd_nxt, window);
+		ack_as_socket(tc, to[i], &f, f.snd_nxt, window, i == 1);
 	}
 }
 
@@ -137,6 +143,6 @@ void mmp_tc_ask_for_acks(struct mmp_tc *tc, struct mmp_conn *c)
 		    f.snd_una == f.write_seq || f.snd_nxt != f.write_seq)
 			continue; /* all acked since, or not all sent yet: the ACK of what is in flight comes without asking */
 		T(c)->acks_asked |= 1u << i;
-		ack_as_socket(tc, to[i], &f, f.snd_una - 1, 0);
+		ack_as_socket(tc, to[i], &f, f.snd_una - 1, 0, i == 1);
 	}
 }
