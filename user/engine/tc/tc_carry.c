@@ -24,6 +24,8 @@
 #define SENDQ_SLACK (64 * 1024)
 /* The smallest segment a carry falls back to when the path refuses bigger ones: IPv6's minimum MTU's. */
 #define MIN_SEGMENT 1220
+/* How many bytes send_dir sends between two looks at the receiver's ack (skip_acked). */
+#define SKIP_ACKED_EVERY (64u * 1024)
 
 static int select_queue(int fd, int q)
 {
@@ -88,6 +90,15 @@ int mmp_tc_carry_read(int to_fd, const struct mmp_tc_frozen *to, size_t buffered
 	cd->len = sendq + (uint32_t)buffered + rq;
 	cd->engine_off = sendq;
 	cd->engine_len = (uint32_t)buffered;
+	/*
+	 * What the frozen socket had sent is on its way (its data segments
+	 * pass the hold, and to was read before the peek): the first round
+	 * starts after it, and the resend timer covers a loss, as the socket's
+	 * own would have. Sent again at once, those bytes were duplicates the
+	 * receiver dropped (by PAWS, once the translated segments behind them
+	 * had arrived: t61's upstream beyond loopback).
+	 */
+	cd->sent = to->snd_nxt - to->snd_una < cd->len ? to->snd_nxt - to->snd_una : cd->len;
 	return 0;
 }
 
@@ -194,35 +205,76 @@ int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp
 /* ------------------------------------------------------------- the carrier -- */
 
 /*
- * Send what the receiver's window allows from cd->sent on. A resend sends
- * one segment at the ack, as TCP's timeout does (the acks it brings send the
- * rest), within the window: Linux drops a segment that ends beyond it whole
- * (TcpExtBeyondWindow), so a full-size resend into a window smaller than one
- * segment was never taken. Into a closed window it sends one byte, a probe:
- * the receiver drops it, and its answer carries the window, as a window
- * probe's does.
+ * Where this round of sending stops, in buf: the receiver's window's end,
+ * or the carry's. A resend sends one segment at the ack, as TCP's timeout
+ * does (the acks it brings send the rest), within the window: Linux drops a
+ * segment that ends beyond it whole (TcpExtBeyondWindow), so a full-size
+ * resend into a window smaller than one segment was never taken. Into a
+ * closed window it sends one byte, a probe (*probe): the receiver drops it,
+ * and its answer carries the window, as a window probe's does.
  */
-static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carry_dir *cd, bool resend)
+static uint32_t send_limit(struct mmp_tc_carry_dir *cd, bool resend, bool *probe)
 {
-	int fd = cd->hdr.tuple.family == 4 ? w->tc->raw4 : w->tc->raw6;
 	int32_t window_end = (int32_t)(cd->edge - cd->base); /* in buf */
 	uint32_t limit = window_end <= 0 ? 0 : (uint32_t)window_end < cd->len ? (uint32_t)window_end : cd->len;
-	bool probe = false;
+
+	*probe = false;
+	if (!resend)
+		return limit;
+	cd->sent = cd->acked;
+	if (limit > cd->acked + cd->mss)
+		limit = cd->acked + cd->mss;
+	*probe = limit <= cd->acked;
+	return *probe ? cd->acked + 1 : limit;
+}
+
+/*
+ * Skip what receiver k acked since the round began. The carry starts at the
+ * frozen socket's snd_una, so its first bytes are often ones that socket
+ * had sent already, in flight at the freeze; once the receiver has them
+ * and the translated segments after them, its TSval has moved past the
+ * carry's, and every further copy is dropped by PAWS (a harmless duplicate,
+ * but each one costs the receiver a dupack; t61's upstream beyond
+ * loopback: 64 KiB segments into lo take long enough for the acks to come).
+ * Only sent moves: acked and the resend clock are read_acks' to move.
+ */
+static void skip_acked(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k)
+{
+	struct mmp_tc_carry_dir *cd = &cr->dir[k];
+	struct mmp_tc_carry e;
+	int32_t acked;
+
+	if (bpf_map_lookup_elem(w->tc->carry_fd, &cr->flow, &e))
+		return;
+	acked = (int32_t)(e.acked[k] - cd->base);
+	if (acked > (int32_t)cd->len)
+		acked = (int32_t)cd->len;
+	if (acked > (int32_t)cd->sent)
+		cd->sent = (uint32_t)acked;
+}
+
+/* Send direction k of cr from cd->sent on, as send_limit allows. */
+static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, bool resend)
+{
+	struct mmp_tc_carry_dir *cd = &cr->dir[k];
+	int fd = cd->hdr.tuple.family == 4 ? w->tc->raw4 : w->tc->raw6;
+	uint32_t limit, since_look = 0;
+	bool probe;
 
 	if (cd->acked >= cd->len)
 		return;
-	if (resend) {
-		cd->sent = cd->acked;
-		if (limit > cd->acked + cd->mss)
-			limit = cd->acked + cd->mss;
-		probe = limit <= cd->acked;
-		if (probe)
-			limit = cd->acked + 1;
-	}
+	limit = send_limit(cd, resend, &probe);
 	while (cd->sent < limit) {
-		uint32_t n = limit - cd->sent < cd->mss ? limit - cd->sent : cd->mss;
+		uint32_t n;
 		int err;
 
+		if (since_look >= SKIP_ACKED_EVERY && !probe) {
+			skip_acked(w, cr, k);
+			since_look = 0;
+			if (cd->sent >= limit)
+				break;
+		}
+		n = limit - cd->sent < cd->mss ? limit - cd->sent : cd->mss;
 		cd->hdr.seq = cd->base + cd->sent;
 		err = mmp_tc_send_segment(fd, &cd->hdr, cd->buf + cd->sent, n, w->scratch);
 		if (err == -EMSGSIZE && cd->mss > MIN_SEGMENT) {
@@ -238,6 +290,7 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carry_dir *cd, bool 
 		if (resend)
 			mmp_count(w->loop->counters, MMP_TCP_CNT_tc_carry_resent, n);
 		cd->sent += n;
+		since_look += n;
 	}
 	/* The probe's byte was dropped: the window its answer opens is filled from the ack. */
 	if (probe)
@@ -328,8 +381,8 @@ static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t no
 		cr->progress_ms = now;
 		cr->rto_ms = cr->rto_base_ms;
 		cr->resend_ms = now + cr->rto_ms;
-		send_dir(w, &cr->dir[0], false);
-		send_dir(w, &cr->dir[1], false);
+		send_dir(w, cr, 0, false);
+		send_dir(w, cr, 1, false);
 		return false;
 	}
 	if (alive)
@@ -342,8 +395,8 @@ static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t no
 		pr_debug("tc engine: flow %llu: carried bytes sent again after %u ms (acked: %u of %u up, %u of %u down)",
 			 (unsigned long long)cr->flow, cr->rto_ms, cr->dir[0].acked, cr->dir[0].len, cr->dir[1].acked,
 			 cr->dir[1].len);
-		send_dir(w, &cr->dir[0], true);
-		send_dir(w, &cr->dir[1], true);
+		send_dir(w, cr, 0, true);
+		send_dir(w, cr, 1, true);
 		cr->rto_ms = cr->rto_ms * 2 > TC_CARRY_RTO_MAX_MS ? TC_CARRY_RTO_MAX_MS : cr->rto_ms * 2;
 		cr->resend_ms = now + cr->rto_ms;
 	}
@@ -386,8 +439,8 @@ void mmp_tc_carry_start(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr)
 		cr->rto_base_ms = TC_CARRY_RTO_MIN_MS;
 	cr->rto_ms = cr->rto_base_ms;
 	cr->resend_ms = now + cr->rto_ms;
-	send_dir(w, &cr->dir[0], false);
-	send_dir(w, &cr->dir[1], false);
+	send_dir(w, cr, 0, false);
+	send_dir(w, cr, 1, false);
 	cr->next = w->carriers;
 	w->carriers = cr;
 	w->timer.fn = on_timer;
