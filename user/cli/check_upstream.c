@@ -16,6 +16,7 @@
 #include "lib/netlink.h"
 #include "lib/sockaddr.h"
 #include "mmp_steer.h"
+#include "steer/marked_route.h"
 #include "steer/reply_steer.h"
 #include "lib/transparent.h"
 
@@ -132,7 +133,7 @@ bool mmp_check_upstream(const struct mmp_config *cfg, int family, bool *handled)
 	const char *name = family == AF_INET ? "IPv4" : "IPv6", *what = "";
 	char a[MMP_ADDRSTRLEN], ifname[IF_NAMESIZE] = "?", probe_net[64];
 	struct sockaddr_storage src;
-	int oif, err;
+	int oif, err, rp;
 
 	*handled = false;
 	if (!target->ss_family || mmp_is_loopback_addr(target) || mmp_is_local_addr(target))
@@ -152,6 +153,14 @@ bool mmp_check_upstream(const struct mmp_config *cfg, int family, bool *handled)
 		printf("FAIL %s upstream %s via %s: no `ip rule fwmark 0x%x/0x%x lookup %d`: its replies would be routed away\n",
 		       name, a, ifname, MMP_STEER_RULE_MARK, MMP_STEER_RULE_MASK, cfg->route_table);
 		mmp_routing_print_fix(family, cfg->route_table);
+		return false;
+	}
+	rp = mmp_marked_route_rp_filter(target, cfg->mark, oif);
+	if (rp) {
+		printf("FAIL %s upstream %s via %s: it is routed by the -m mark only, and rp_filter %d drops its replies (the reverse-path check looks their source up without the mark)\n",
+		       name, a, ifname, rp);
+		printf("    fix: sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.%s.rp_filter=0, or route it without the mark too\n",
+		       ifname);
 		return false;
 	}
 	probe_client(family, &src, probe_net, sizeof(probe_net));

@@ -19,6 +19,7 @@
 #include "lib/pins.h"
 #include "lib/sockaddr.h"
 #include "mmp_steer.h"
+#include "steer/marked_route.h"
 #include "steer/reply_steer.h"
 #include "steer/steer_attach.h"
 #include "steer.skel.h"
@@ -104,8 +105,8 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
 /* The interface replies from target arrive on, or 0 when target needs no steering; -errno when unroutable. */
 static int upstream_ifindex(const struct sockaddr_storage *target, uint32_t mark)
 {
-	char a[MMP_ADDRSTRLEN];
-	int oif;
+	char a[MMP_ADDRSTRLEN], name[IF_NAMESIZE] = "?";
+	int oif, rp;
 
 	if (!target->ss_family || mmp_is_loopback_addr(target) || mmp_is_local_addr(target))
 		return 0; /* on this host: replies come back through lo, the `from 127.0.0.1/8 iif lo` rule */
@@ -115,6 +116,12 @@ static int upstream_ifindex(const struct sockaddr_storage *target, uint32_t mark
 		       mmp_fmt_addr((const void *)target, a), strerror(oif ? -oif : ENOENT),
 		       target->ss_family == AF_INET6 ? "-6" : "-4");
 		return oif ? oif : -ENOENT;
+	}
+	rp = mmp_marked_route_rp_filter(target, mark, oif);
+	if (rp) {
+		if_indextoname((unsigned int)oif, name);
+		pr_warn("warning: the upstream %s is routed by the -m mark only, and rp_filter %d on %s drops its replies (the reverse-path check looks their source up without the mark): connections to it will time out (fix: sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.%s.rp_filter=0, or route it without the mark too)",
+			mmp_fmt_addr((const void *)target, a), rp, name, name);
 	}
 	return oif;
 }
