@@ -55,46 +55,13 @@ routing() {
 }
 t_require routing
 
-# json_counter FILE KEY: tcp.KEY of a stats --json snapshot (empty when unreadable).
-json_counter() {
-	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tcp"][sys.argv[2]])' "$1" "$2" 2>/dev/null
-}
-
 ECHO_N=$N
 ECHO_SIZE=$SIZE
 ECHO_TIMEOUT=90
 ECHO_MAX_RTOS=$MAX_RTOS
 ECHO_WITHIN_S=1 # MMP_TC_HANDOFF_DELAY (DELAY_MS) plus the longest hand-off
-ECHO_WHILE=t60_while
-ECHO_CHECK=t60_check
-
-# t60_while: (tc_echo_case's hook) read stats --json while the streams run,
-# until every flow reaches the kernel (IN_KERNEL, tcp.tc_flows), and CARRIED
-# (tcp.tc_carried) from the last read.
-# shellcheck disable=SC2317 # called through tc_echo_case's ECHO_WHILE
-t60_while() {
-	local js="$T_TMP/stats-$ECHO_PORT_BASE.json" i
-	IN_KERNEL=0
-	for ((i = 0; i < 300; i++)); do
-		ns_exec "$TOPO_PROXY" "$MMP_BIN" stats --json --pin-dir "$MMP_PINDIR" >"$js" 2>/dev/null
-		IN_KERNEL=$(json_counter "$js" tc_flows)
-		((${IN_KERNEL:-0} >= N)) && break
-		proc_alive "$BIDIR_PID" || break
-		sleep 0.2
-	done
-	CARRIED=$(json_counter "$js" tc_carried)
-}
-
-# t60_check: (tc_echo_case's hook) every flow was in the kernel while the
-# streams ran, and hand-offs carried bytes; prints the counts, hand-off times
-# and TCP counters.
-# shellcheck disable=SC2317 # called through tc_echo_case's ECHO_CHECK
-t60_check() {
-	((${IN_KERNEL:-0} == N)) || case_fail "stats --json: tcp.tc_flows ${IN_KERNEL:-?} of $N while the streams ran"
-	((${CARRIED:-0} > 0)) || case_fail "stats --json: tcp.tc_carried ${CARRIED:-?}: no hand-off carried bytes, so the case tested nothing new"
-	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $N in the kernel, $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR"
-	case_note "$ECHO_OK/$N exact, tc_flows $IN_KERNEL, carried $CARRIED, hand-off p50 $HO_P50 max $HO_MAX ms, $OC_ABORTED aborted, $ECHO_MS ms"
-}
+ECHO_WHILE=tc_echo_watch_stats
+ECHO_CHECK=tc_echo_check_carried
 
 tc_echo_case "1 IPv4, local load balancer: $N echo streams flat out, $SIZE each way, each in the kernel within 1 s" \
 	"127.0.0.1:$PROXY_PORT" "127.0.0.1:$UP_PORT" 203.0.113. 33000

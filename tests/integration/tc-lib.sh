@@ -369,6 +369,41 @@ tc_echo_case() {
 	case_end
 }
 
+# json_counter FILE KEY: tcp.KEY of a stats --json snapshot (empty when unreadable).
+json_counter() {
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tcp"][sys.argv[2]])' "$1" "$2" 2>/dev/null
+}
+
+# tc_echo_watch_stats: a tc_echo_case ECHO_WHILE hook (t60, t61). Reads
+# stats --json while the streams run, until every flow reaches the kernel
+# (IN_KERNEL: tcp.tc_flows = ECHO_N), and sets CARRIED (tcp.tc_carried) from
+# the last read.
+# shellcheck disable=SC2317 # called through tc_echo_case's ECHO_WHILE
+tc_echo_watch_stats() {
+	local js="$T_TMP/stats-$ECHO_PORT_BASE.json" i
+	IN_KERNEL=0
+	for ((i = 0; i < 300; i++)); do
+		ns_exec "$TOPO_PROXY" "$MMP_BIN" stats --json --pin-dir "$MMP_PINDIR" >"$js" 2>/dev/null
+		IN_KERNEL=$(json_counter "$js" tc_flows)
+		((${IN_KERNEL:-0} >= ECHO_N)) && break
+		proc_alive "$BIDIR_PID" || break
+		sleep 0.2
+	done
+	CARRIED=$(json_counter "$js" tc_carried)
+}
+
+# tc_echo_check_carried: a tc_echo_case ECHO_CHECK hook, after
+# tc_echo_watch_stats (t60, t61): every flow was in the kernel while the
+# streams ran, and hand-offs carried bytes; prints the counts, hand-off times
+# and TCP counters.
+# shellcheck disable=SC2317 # called through tc_echo_case's ECHO_CHECK
+tc_echo_check_carried() {
+	((${IN_KERNEL:-0} == ECHO_N)) || case_fail "stats --json: tcp.tc_flows ${IN_KERNEL:-?} of $ECHO_N while the streams ran"
+	((${CARRIED:-0} > 0)) || case_fail "stats --json: tcp.tc_carried ${CARRIED:-?}: no hand-off carried bytes, so the case tested nothing new"
+	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $ECHO_N in the kernel, $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR"
+	case_note "$ECHO_OK/$ECHO_N exact, tc_flows $IN_KERNEL, carried $CARRIED, hand-off p50 $HO_P50 max $HO_MAX ms, $OC_ABORTED aborted, $ECHO_MS ms"
+}
+
 # hap_lb_start: HAProxy in LB_NS as a remote load balancer (send-proxy-v2),
 # listening on LB_IP4 / [LB_IP6]:HAP_PORT and sending to the proxy at
 # P_IP4 / [P_IP6]:PROXY_PORT (t13, t16 set those). HAPLB_PID is its PID.

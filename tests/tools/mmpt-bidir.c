@@ -15,6 +15,7 @@
  *              [--close fin|mix] [--hold-ms MS] [--timeout SEC]
  *              [--first-hold-ms MS] [--max-failures K] [--idle K]
  *              [--stall-report-ms MS] [--echo] [--lb-netns PATH]
+ *              [--up-netns PATH]
  *
  * Connection i claims to come from NET(1 + i % H):(PORT + i / H), as in
  * mmpt-flood (H = 200, PORT = 30000 by default); NET may be IPv6
@@ -65,6 +66,9 @@
  * puts netem on it), while one process still sees both ends. The namespace
  * is entered only around socket(); a socket keeps the namespace it was made
  * in, whatever the thread that uses it later.
+ * --up-netns PATH: the same for the upstream's listener (and so every
+ * connection it accepts): an upstream beyond loopback, behind the link
+ * between the two namespaces (t61).
  *
  * Per connection, when both ends are done:
  *   conn I ADDR PORT kind K ms T gap_down_ms G1 gap_up_ms G2 stall_ms S up N ok|BAD down N ok|BAD [error E]
@@ -335,27 +339,41 @@ static bool end_write(struct end *e)
 	return false;
 }
 
-/* --lb-netns: the namespace the load balancer's sockets are made in, and ours (-1: unused). */
-static int g_lb_ns = -1, g_own_ns = -1;
+/* --lb-netns, --up-netns: where the load balancer's sockets and the upstream's listener are made (-1: here). */
+static int g_lb_ns = -1, g_up_ns = -1, g_own_ns = -1;
 
-static void lb_netns_open(const char *path)
+static int netns_open(const char *opt, const char *path)
 {
-	g_lb_ns = open(path, O_RDONLY | O_CLOEXEC);
-	if (g_lb_ns < 0)
-		die("--lb-netns %s: %s", path, strerror(errno));
-	g_own_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		die("%s %s: %s", opt, path, strerror(errno));
+	if (g_own_ns < 0)
+		g_own_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (g_own_ns < 0)
 		die("/proc/self/ns/net: %s", strerror(errno));
+	return fd;
+}
+
+/* Enter ns (-1: stay) for the next socket(); netns_leave() comes back. */
+static void netns_enter(int ns)
+{
+	if (ns >= 0 && setns(ns, CLONE_NEWNET))
+		die("setns to --lb-netns/--up-netns: %s (root is needed)", strerror(errno));
+}
+
+static void netns_leave(int ns)
+{
+	if (ns >= 0 && setns(g_own_ns, CLONE_NEWNET))
+		die("setns back to the tool's namespace: %s", strerror(errno));
 }
 
 /* connect_start(), with the socket made in --lb-netns when given. */
 static int lb_connect_start(const struct sockaddr_storage *ta, socklen_t tl, int *err)
 {
-	if (g_lb_ns >= 0 && setns(g_lb_ns, CLONE_NEWNET))
-		die("setns --lb-netns: %s (root is needed)", strerror(errno));
+	netns_enter(g_lb_ns);
 	int fd = connect_start(ta, tl, err);
-	if (g_own_ns >= 0 && setns(g_own_ns, CLONE_NEWNET))
-		die("setns back to the tool's namespace: %s", strerror(errno));
+	netns_leave(g_lb_ns);
 	return fd;
 }
 
@@ -472,7 +490,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--stall-report-ms"))
 			stall_us = strtoull(v, NULL, 0) * 1000;
 		else if (!strcmp(a, "--lb-netns"))
-			lb_netns_open(v);
+			g_lb_ns = netns_open(a, v);
+		else if (!strcmp(a, "--up-netns"))
+			g_up_ns = netns_open(a, v);
 		else if (!claim_opt(&o, a, v))
 			die("unknown option %s (see the comment at the top of tests/tools/mmpt-bidir.c)", a);
 		i++;
@@ -500,7 +520,9 @@ int main(int argc, char **argv)
 			die("--dst and --net must be of the same family");
 	}
 
+	netns_enter(g_up_ns);
 	int lfd = socket(la.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+	netns_leave(g_up_ns);
 	if (lfd < 0)
 		die("socket: %s", strerror(errno));
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
