@@ -47,7 +47,9 @@
 	X(tc_carried_bytes, "tc_carried_bytes", "bytes tc hand-offs carried across, both directions")              \
 	X(tc_carry_resent, "tc_carry_resent", "carried bytes sent again: the receiver had not acked them in time") \
 	X(tc_carry_abandoned, "tc_carry_abandoned",                                                             \
-	  "carries given up: the receiver sent nothing for 10 s (its flow was removed)")
+	  "carries given up: the receiver sent nothing for 10 s (its flow was removed)")                           \
+	X(tc_carry_fast_resent, "tc_carry_fast_resent",                                                         \
+	  "carried bytes sent again at once: the receiver kept sending but acked nothing (a hole)")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(id, name, help) __u64 id;

@@ -298,15 +298,15 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, 
 }
 
 /*
- * What the programs saw the receivers ack (*moved: an ack or a window edge
- * moved) and whether they sent anything (*alive). Returns false when the
- * flow's carry entry is gone.
+ * What the programs saw the receivers ack: bit k of *moved when direction
+ * k's ack or window edge moved, of *alive when its receiver sent anything.
+ * Returns false when the flow's carry entry is gone.
  */
-static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, bool *moved, bool *alive)
+static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsigned int *moved, unsigned int *alive)
 {
 	struct mmp_tc_carry e;
 
-	*moved = *alive = false;
+	*moved = *alive = 0;
 	if (bpf_map_lookup_elem(w->tc->carry_fd, &cr->flow, &e))
 		return false;
 	for (int k = 0; k < 2; k++) {
@@ -325,11 +325,11 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, bool *
 			cd->acked = (uint32_t)acked;
 			if (cd->sent < cd->acked)
 				cd->sent = cd->acked;
-			*moved = true;
+			*moved |= 1u << k;
 		}
 		if ((int32_t)(e.edge[k] - cd->edge) > 0) {
 			cd->edge = e.edge[k];
-			*moved = true;
+			*moved |= 1u << k;
 		}
 		/* Ack and window as the other peer's segments give them now (include/mmp_tc.h). */
 		if ((int32_t)(e.fwd_ack[k] - cd->hdr.ack) >= 0) {
@@ -338,10 +338,37 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, bool *
 		}
 		if (e.seen[k] != cr->seen[k]) {
 			cr->seen[k] = e.seen[k];
-			*alive = true;
+			*alive |= 1u << k;
 		}
 	}
 	return true;
+}
+
+/*
+ * A receiver that keeps sending, with its window open, but acks nothing of
+ * what is outstanding for quiet_ms has a hole: a carried segment, or one
+ * the frozen socket had sent (the carry counts those as on their way), was
+ * dropped, its buffer full or the link lossy, and what followed waits out
+ * of order. Send again from its ack now, as TCP's fast retransmit does,
+ * not after the timer's 200 ms (tcpkali streams: 14-24 such waits a run).
+ * Once until the ack moves: a receiver that is only slow gets one copy
+ * too many, not one every quiet_ms (each copy is a duplicate ACK that the
+ * other peer counts toward a fast retransmit of its own). A closed window
+ * is flow control, for the timer's probes.
+ */
+static void fast_resend(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsigned int alive, uint64_t now)
+{
+	for (int k = 0; k < 2; k++) {
+		struct mmp_tc_carry_dir *cd = &cr->dir[k];
+		int32_t room = (int32_t)(cd->edge - (cd->base + cd->acked));
+
+		if (!(alive & (1u << k)) || cd->fast_sent || cd->acked >= cd->sent || room < (int32_t)cd->mss ||
+		    now - cd->moved_ms < cr->quiet_ms)
+			continue;
+		mmp_count(w->loop->counters, MMP_TCP_CNT_tc_carry_fast_resent, 1);
+		send_dir(w, cr, k, true);
+		cd->fast_sent = true;
+	}
 }
 
 static bool carrier_done(const struct mmp_tc_carrier *cr)
@@ -369,13 +396,19 @@ static void abandon(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr)
 /* One carrier's turn. Returns true when it is finished (done, gone or abandoned). */
 static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t now)
 {
-	bool moved, alive;
+	unsigned int moved, alive;
 
 	if (!read_acks(w, cr, &moved, &alive))
 		return true; /* the flow ended and was collected */
 	if (carrier_done(cr)) {
 		bpf_map_delete_elem(w->tc->carry_fd, &cr->flow);
 		return true;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (moved & (1u << k)) {
+			cr->dir[k].moved_ms = now;
+			cr->dir[k].fast_sent = false;
+		}
 	}
 	if (moved) {
 		cr->progress_ms = now;
@@ -391,6 +424,7 @@ static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t no
 		abandon(w, cr);
 		return true;
 	}
+	fast_resend(w, cr, alive, now);
 	if (now >= cr->resend_ms) {
 		pr_debug("tc engine: flow %llu: carried bytes sent again after %u ms (acked: %u of %u up, %u of %u down)",
 			 (unsigned long long)cr->flow, cr->rto_ms, cr->dir[0].acked, cr->dir[0].len, cr->dir[1].acked,
@@ -435,6 +469,9 @@ void mmp_tc_carry_start(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr)
 	uint64_t now = mmp_now_ms();
 
 	cr->progress_ms = now;
+	cr->dir[0].moved_ms = cr->dir[1].moved_ms = now;
+	/* Before the floor: twice the path's RTT, plus the timer's steps. */
+	cr->quiet_ms = cr->rto_base_ms + TC_CARRY_QUIET_MIN_MS;
 	if (cr->rto_base_ms < TC_CARRY_RTO_MIN_MS)
 		cr->rto_base_ms = TC_CARRY_RTO_MIN_MS;
 	cr->rto_ms = cr->rto_base_ms;

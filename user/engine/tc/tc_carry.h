@@ -30,6 +30,8 @@ struct mmp_tc_carry_dir {
 	uint32_t acked; /* bytes of buf the receiver acked */
 	uint32_t sent; /* bytes of buf sent in this round */
 	uint32_t edge; /* the seq the receiver's window ends at */
+	uint64_t moved_ms; /* the last time its ack or window edge moved */
+	bool fast_sent; /* sent again by fast_resend since the ack last moved */
 	uint32_t engine_off, engine_len; /* where in buf the engine's bytes go (mmp_tc_carry_take) */
 };
 
@@ -41,6 +43,7 @@ struct mmp_tc_carrier {
 	uint32_t seen[2]; /* the receivers' segments the programs saw */
 	uint64_t resend_ms; /* send again from the ack at this time */
 	uint32_t rto_ms, rto_base_ms; /* the wait before sending again: from rto_base_ms, doubled each time */
+	uint32_t quiet_ms; /* a talking receiver's ack unmoved this long: a hole, sent again at once */
 };
 
 /* A listener thread's carriers (the tc engine's per-loop state). */
@@ -64,6 +67,8 @@ struct mmp_tc_worker {
  */
 #define TC_CARRY_RTO_MIN_MS 200
 #define TC_CARRY_RTO_MAX_MS 1000
+/* The least quiet_ms (the carrier's fast resend): a few of its 1 ms steps beyond twice the RTT. */
+#define TC_CARRY_QUIET_MIN_MS 3
 /*
  * A receiver that sends nothing for this long (not even the answer to a
  * resend into its closed window, once a second) is gone: the flow is removed.
