@@ -206,12 +206,13 @@ int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp
 
 /*
  * Where this round of sending stops, in buf: the receiver's window's end,
- * or the carry's. A resend sends one segment at the ack, as TCP's timeout
- * does (the acks it brings send the rest), within the window: Linux drops a
- * segment that ends beyond it whole (TcpExtBeyondWindow), so a full-size
- * resend into a window smaller than one segment was never taken. Into a
- * closed window it sends one byte, a probe (*probe): the receiver drops it,
- * and its answer carries the window, as a window probe's does.
+ * or the carry's. A resend restarts sent at the ack and sends one segment,
+ * as TCP's timeout does (the acks it brings send the rest), within the
+ * window: Linux drops a segment that ends beyond it whole
+ * (TcpExtBeyondWindow), so a full-size resend into a window smaller than
+ * one segment was never taken. Into a closed window it sends one byte, a
+ * probe (*probe): the receiver drops it, and its answer carries the
+ * window, as a window probe's does.
  */
 static uint32_t send_limit(struct mmp_tc_carry_dir *cd, bool resend, bool *probe)
 {
@@ -229,14 +230,12 @@ static uint32_t send_limit(struct mmp_tc_carry_dir *cd, bool resend, bool *probe
 }
 
 /*
- * Skip what receiver k acked since the round began. The carry starts at the
- * frozen socket's snd_una, so its first bytes are often ones that socket
- * had sent already, in flight at the freeze; once the receiver has them
- * and the translated segments after them, its TSval has moved past the
- * carry's, and every further copy is dropped by PAWS (a harmless duplicate,
- * but each one costs the receiver a dupack; t61's upstream beyond
- * loopback: 64 KiB segments into lo take long enough for the acks to come).
- * Only sent moves: acked and the resend clock are read_acks' to move.
+ * Skip what receiver k acked since the round began: its acks come while a
+ * round is being sent (a 64 KiB segment into lo takes its receiver about
+ * 100 us to take), and a byte it has is a copy it drops, by PAWS once the
+ * translated segments after the carry raised its TSval (a harmless
+ * duplicate, but each one costs it a dupack). Only sent moves: acked and
+ * the resend clock are read_acks' to move.
  */
 static void skip_acked(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k)
 {
