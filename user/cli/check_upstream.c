@@ -15,6 +15,7 @@
 #include "lib/config.h"
 #include "lib/netlink.h"
 #include "lib/sockaddr.h"
+#include "lib/sysctl.h"
 #include "mmp_steer.h"
 #include "steer/marked_route.h"
 #include "steer/reply_steer.h"
@@ -32,19 +33,6 @@ static void probe_client(int family, struct sockaddr_storage *src, char *net, si
 	mmp_routing_probe_source(family, src);
 	inet_ntop(family, ip, text, sizeof(text));
 	snprintf(net, len, "%s/%d", text, family == AF_INET ? 32 : 128);
-}
-
-static int read_sysctl(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
 }
 
 /* Connect from the probe client to target with the steering program attached. 0, or -errno with *what. */
@@ -101,8 +89,8 @@ static void print_timeout_fixes(const struct mmp_config *cfg, int family, const 
 	       probe_net, ip, self);
 	if (family == AF_INET) {
 		snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", ifname);
-		rp_if = read_sysctl(path);
-		rp_all = read_sysctl("/proc/sys/net/ipv4/conf/all/rp_filter");
+		rp_if = (int)mmp_sysctl_read(path);
+		rp_all = (int)mmp_sysctl_read("/proc/sys/net/ipv4/conf/all/rp_filter");
 		if (rp_if == 1 || rp_all == 1)
 			printf("    2. strict rp_filter (all=%d, %s=%d) drops replies that arrive on another interface than the\n"
 			       "       route to the upstream: sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.%s.rp_filter=2\n",
@@ -114,8 +102,8 @@ static void print_timeout_fixes(const struct mmp_config *cfg, int family, const 
 /* The upstream host's own outbound traffic (not the proxy's) needs forwarding; say so, it is a common confusion. */
 static void print_forwarding_notes(int family)
 {
-	int fwd = family == AF_INET ? read_sysctl("/proc/sys/net/ipv4/ip_forward")
-				    : read_sysctl("/proc/sys/net/ipv6/conf/all/forwarding");
+	long fwd = family == AF_INET ? mmp_sysctl_read("/proc/sys/net/ipv4/ip_forward")
+				     : mmp_sysctl_read("/proc/sys/net/ipv6/conf/all/forwarding");
 
 	if (fwd == 0)
 		printf("note %s forwarding is off: the proxy does not need it (steered replies are delivered locally), but a\n"

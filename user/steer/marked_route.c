@@ -3,22 +3,18 @@
 #include <net/if.h>
 #include <stdio.h>
 #include "lib/netlink.h"
+#include "lib/sysctl.h"
 #include "steer/marked_route.h"
 
-static int read_conf(const char *ifname, const char *key)
+/* rp_filter of conf/name; 0 (off) when it cannot be read. */
+static int rp_filter(const char *name)
 {
 	char path[96];
-	FILE *f;
-	int v = 0;
+	long v;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/%s", ifname, key);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%d", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", name);
+	v = mmp_sysctl_read(path);
+	return v > 0 ? (int)v : 0;
 }
 
 int mmp_marked_route_rp_filter(const struct sockaddr_storage *target, uint32_t mark, int oif)
@@ -31,7 +27,7 @@ int mmp_marked_route_rp_filter(const struct sockaddr_storage *target, uint32_t m
 	if (mmp_route_oif(target, 0) > 0)
 		return 0; /* routed without the mark too: the check finds that route */
 	/* The kernel applies the higher of the two. */
-	rp_all = read_conf("all", "rp_filter");
-	rp_if = read_conf(ifname, "rp_filter");
+	rp_all = rp_filter("all");
+	rp_if = rp_filter(ifname);
 	return rp_all > rp_if ? rp_all : rp_if;
 }

@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "engine/splice/splice_dir.h"
+#include "lib/sysctl.h"
 
 /* Rounds of recv/send per event before yielding, as the spliced path's. */
 #define RELAY_ROUNDS 8
@@ -95,20 +96,6 @@ enum mmp_pump_result mmp_splice_relay_copy(struct mmp_splice_dir *d, int src, in
 	return PUMP_OK;
 }
 
-/* A sysctl's value, or -1 when it cannot be read (a sandbox without /proc/sys). */
-static long read_sysctl(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /*
  * pipe2() answers ENFILE both when the system's file table is full
  * (fs.file-max) and when the user's pipe pages passed fs.pipe-user-pages-hard
@@ -134,7 +121,7 @@ const char *mmp_splice_pipe_why(const struct mmp_splice_dir *d, char *buf, size_
 	const char *tail = "copying this flow through userspace";
 	int err = -d->pipe_err;
 
-	long max_size = read_sysctl("/proc/sys/fs/pipe-max-size");
+	long max_size = mmp_sysctl_read("/proc/sys/fs/pipe-max-size");
 
 	if (d->pipe_fail == PIPE_FAIL_RESIZE && max_size >= 0 && max_size < MMP_SPLICE_COPY_BYTES) {
 		/* An unprivileged pipe never grows past pipe-max-size, and is created no bigger. */
@@ -143,10 +130,10 @@ const char *mmp_splice_pipe_why(const struct mmp_splice_dir *d, char *buf, size_
 	} else if (d->pipe_fail == PIPE_FAIL_RESIZE || (d->pipe_fail == PIPE_FAIL_CREATE && err == EPERM)) {
 		/* Past the soft limit a new pipe gets 2 pages and F_SETPIPE_SZ answers EPERM (man 7 pipe). */
 		snprintf(buf, len, "per-user pipe buffer limit reached (fs.pipe-user-pages-soft = %ld pages): %s; raise the sysctl",
-			 read_sysctl("/proc/sys/fs/pipe-user-pages-soft"), tail);
+			 mmp_sysctl_read("/proc/sys/fs/pipe-user-pages-soft"), tail);
 	} else if (err == ENFILE && !file_table_full()) {
 		snprintf(buf, len, "per-user pipe buffer limit reached (fs.pipe-user-pages-hard = %ld pages): %s; raise the sysctl",
-			 read_sysctl("/proc/sys/fs/pipe-user-pages-hard"), tail);
+			 mmp_sysctl_read("/proc/sys/fs/pipe-user-pages-hard"), tail);
 	} else if (err == ENFILE) {
 		snprintf(buf, len, "%s (the system's open-files limit fs.file-max, or fs.pipe-user-pages-hard): %s; raise the one reached",
 			 strerror(err), tail);

@@ -28,6 +28,7 @@
 #include "lib/instance.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
+#include "lib/sysctl.h"
 #include "steer/reply_steer.h"
 #include "udp/fast/udp_fast.h"
 #include "udp/udp_flow.h"
@@ -190,15 +191,7 @@ static int pick_interfaces(struct udp_fast *fp, const struct mmp_config *cfg)
 
 static bool sysctl_on(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	int v = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v > 0;
+	return mmp_sysctl_read(path) > 0;
 }
 
 /*
