@@ -230,6 +230,19 @@ static uint32_t send_limit(struct mmp_tc_carry_dir *cd, bool resend, bool *probe
 }
 
 /*
+ * A receiver's ack as an offset in cd->buf, capped at the carry's end: a
+ * receiver acks beyond the carry once the peer's new bytes follow it, and
+ * an ack compared uncapped "moved" on every step, which put off the other
+ * direction's resends for good (t60's remote case stalled).
+ */
+static int32_t acked_in_buf(const struct mmp_tc_carry_dir *cd, uint32_t ack)
+{
+	int32_t acked = (int32_t)(ack - cd->base);
+
+	return acked > (int32_t)cd->len ? (int32_t)cd->len : acked;
+}
+
+/*
  * Skip what receiver k acked since the round began: its acks come while a
  * round is being sent (a 64 KiB segment into lo takes its receiver about
  * 100 us to take), and a byte it has is a copy it drops, by PAWS once the
@@ -245,9 +258,7 @@ static void skip_acked(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k
 
 	if (bpf_map_lookup_elem(w->tc->carry_fd, &cr->flow, &e))
 		return;
-	acked = (int32_t)(e.acked[k] - cd->base);
-	if (acked > (int32_t)cd->len)
-		acked = (int32_t)cd->len;
+	acked = acked_in_buf(cd, e.acked[k]);
 	if (acked > (int32_t)cd->sent)
 		cd->sent = (uint32_t)acked;
 }
@@ -310,16 +321,8 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsign
 		return false;
 	for (int k = 0; k < 2; k++) {
 		struct mmp_tc_carry_dir *cd = &cr->dir[k];
-		int32_t acked = (int32_t)(e.acked[k] - cd->base);
+		int32_t acked = acked_in_buf(cd, e.acked[k]);
 
-		/*
-		 * Capped before the comparison: a receiver acks beyond the carry
-		 * once the peer's new bytes follow it, and an ack compared
-		 * uncapped "moved" on every step, which put off the other
-		 * direction's resends for good (t60's remote case stalled).
-		 */
-		if (acked > (int32_t)cd->len)
-			acked = (int32_t)cd->len;
 		if (acked > (int32_t)cd->acked) {
 			cd->acked = (uint32_t)acked;
 			if (cd->sent < cd->acked)

@@ -34,13 +34,13 @@ size_t mmp_tc_build_ack(const struct mmp_tc_ack *a, uint8_t *buf);
  */
 size_t mmp_tc_build_segment(const struct mmp_tc_ack *a, const void *payload, size_t len, uint8_t *buf);
 
-/*
- * Build and send through a raw IPPROTO_RAW socket of the right family, with
- * a->mark as an SO_MARK control message when set (routed and filtered as
- * the upstream socket's own segments were). Returns 0 or -errno.
- */
+/* Build and send through a raw IPPROTO_RAW socket of the right family, as mmp_tc_send_segment. 0 or -errno. */
 int mmp_tc_send_ack(int raw_fd, const struct mmp_tc_ack *a);
-/* Build and send a segment with payload (buf: scratch of 80 + len bytes). Returns 0 or -errno. */
+/*
+ * Build and send a segment with payload (buf: scratch of 80 + len bytes),
+ * with a->mark as an SO_MARK control message when set (routed and filtered
+ * as the upstream socket's own segments were). Returns 0 or -errno.
+ */
 int mmp_tc_send_segment(int raw_fd, const struct mmp_tc_ack *a, const void *payload, size_t len, uint8_t *buf);
 
 /* Ones' complement checksum helpers (RFC 1071), exposed for tests. */
