@@ -687,6 +687,40 @@ static __always_inline int carry_clamp(struct mmp_tc_flow *flow, struct mmp_tc_c
 	return CARRY_PASS;
 }
 
+/*
+ * What carry k's receiver's options tell the carrier: its ts_recent (TSecr),
+ * and its SACK blocks (raw: its own sequence space, as carry_clamp records
+ * its ack). A segment
+ * without them says it holds nothing beyond its ack: 0 blocks, so that
+ * blocks it dropped since (pruned out of order under memory pressure) are
+ * not trusted.
+ */
+static __always_inline void carry_note_options(struct mmp_tc_carry *c, int k, const struct pkt *p,
+					       const struct opt_scan *o)
+{
+	__u32 n = 0;
+
+	k &= 1;
+	/* Its TSecr is its ts_recent: the carried segments' TSval must not be below it (include/mmp_tc.h). */
+	if (o->ts) {
+		__u32 tsecr = rd32(&p->old.h[bound63(o->ts + 4)]);
+
+		if ((__s32)(tsecr - c->tsval[k]) > 0) {
+			c->tsval[k] = tsecr;
+			count(MMP_TC_CNT_CARRY_TSVAL_RAISED);
+		}
+	}
+	if (o->sack) {
+		for (int e = 0; e < MMP_TC_CARRY_SACK_BLOCKS * 2; e++) {
+			if (e * 4 + 4 > o->sack_len)
+				break;
+			c->sack[k][e] = rd32(&p->old.h[bound63(o->sack + e * 4)]);
+			n = e / 2 + 1;
+		}
+	}
+	c->sack_n[k] = n;
+}
+
 /* SPLICE: rewrite a peer's segment into the other connection. */
 static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struct mmp_tc_flow *flow, const __u64 *id,
 				     int dir, const struct mmp_tc_dir *d, const struct mmp_tc_dir *other, bool reset)
@@ -694,6 +728,9 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 	struct mmp_tc_stats *st = &flow->st;
 	struct mmp_tc_carry *carry = NULL;
 	bool behind = false; /* a pure ACK to a receiver that still takes carried bytes */
+	bool acks_carry = false; /* the sender is a receiver of carried bytes */
+	bool opts = p->tcp_len > TCP_HLEN && (d->timestamps || d->sack);
+	struct opt_scan o;
 	__u8 flags = p->old.h[13];
 	int has_ack = flags & TH_ACK;
 	__u32 seq, ack = 0, win;
@@ -701,6 +738,8 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 	if (load_options(skb, p))
 		return TC_ACT_OK;
 	__builtin_memcpy(&p->new, &p->old, sizeof(p->new));
+	if (opts)
+		scan_options(p, &o);
 
 	/* Ports. */
 	__builtin_memcpy(&p->new.h[0], &d->out.sport, 2);
@@ -733,8 +772,11 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 		if (!carry) {
 			flow->carrying = 0; /* userspace removed it: done, or given up */
 		} else {
-			if (has_ack && (flow->carrying & ~mine) &&
-			    carry_clamp(flow, carry, dir ^ 1, p, d, flags, &ack) == CARRY_DROP)
+			acks_carry = has_ack && (flow->carrying & ~mine);
+			/* Before the clamp: the pure ACKs it drops bring the newest blocks and TSecr. */
+			if (acks_carry && opts)
+				carry_note_options(carry, dir ^ 1, p, &o);
+			if (acks_carry && carry_clamp(flow, carry, dir ^ 1, p, d, flags, &ack) == CARRY_DROP)
 				return TC_ACT_SHOT;
 			if (has_ack && !(flags & (TH_SYN | TH_RST)) && (__s32)(ack - carry->fwd_ack[dir & 1]) >= 0) {
 				carry->fwd_ack[dir & 1] = ack;
@@ -745,11 +787,9 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 				wr32(&p->new.h[4], carry->acked[dir & 1]);
 		}
 	}
-	if (p->tcp_len > TCP_HLEN && (d->timestamps || d->sack)) {
-		struct opt_scan o;
+	if (opts) {
 		int tsecr_known = 0;
 
-		scan_options(p, &o);
 		/*
 		 * TSval: the offset userspace computed at the switch (no packet
 		 * sets it). TSecr echoes the other direction's translated clock:

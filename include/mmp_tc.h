@@ -147,6 +147,9 @@ struct mmp_tc_flow {
 #define MMP_TC_CARRY_UP 1u /* [0]: bytes to the upstream, acked by its segments (role DOWN) */
 #define MMP_TC_CARRY_DOWN 2u /* [1]: bytes to the load balancer, acked by its segments (role UP) */
 
+/* SACK blocks a carry keeps per receiver: with timestamps, a segment has room for 3. */
+#define MMP_TC_CARRY_SACK_BLOCKS 3
+
 struct mmp_tc_carry {
 	__u32 end[2]; /* the receiver's ack that covers every carried byte */
 	/* Written by the programs: what userspace's sender paces and retransmits by. */
@@ -159,7 +162,11 @@ struct mmp_tc_carry {
 	 * to this receiver meanwhile goes at the receiver's own ack (a seq
 	 * beyond its window would be dropped, and the ack in it lost) with
 	 * this TSval: in sequence, it sets the receiver's ts_recent, and the
-	 * carried segments after it must still pass PAWS.
+	 * carried segments after it must still pass PAWS. Raised by the
+	 * programs to the receiver's TSecr (its ts_recent) when that is
+	 * higher: a segment with a newer clock landed in sequence there (a
+	 * frozen socket's late retransmission, say), and every carried
+	 * segment below it would be dropped by PAWS, for good.
 	 */
 	__u32 tsval[2];
 	/*
@@ -171,6 +178,16 @@ struct mmp_tc_carry {
 	 */
 	__u32 fwd_ack[2];
 	__u32 fwd_win[2];
+	/*
+	 * The SACK blocks of the receiver's last segment (left and right
+	 * edges, in its ack's space; sack_n of them, 0 when it had none): bytes
+	 * it holds beyond a hole. The carrier sends none of them again: a copy
+	 * that lands once the hole is filled and a translated segment raised
+	 * the receiver's ts_recent is dropped by PAWS (docs/DESIGN.md §3b,
+	 * "Sending them").
+	 */
+	__u32 sack_n[2];
+	__u32 sack[2][MMP_TC_CARRY_SACK_BLOCKS * 2];
 };
 
 /*
@@ -223,7 +240,8 @@ struct mmp_tc_sock_query {
 	X(WRONG_IFACE, "packets_on_another_interface", "a flow's tuple on another interface: not translated") \
 	X(BAD_IP_HEADER, "bad_ip_headers_passed", "IP headers with another version than their ethertype's, or an IPv4 IHL under 5: passed untouched") \
 	X(CARRY_ACKS_CLAMPED, "carry_acks_clamped", "ACKs raised while a hand-off's carried bytes were unacked") \
-	X(CARRY_ACKS_DROPPED, "carry_acks_dropped", "raised pure ACKs that opened no window: dropped (they would read as duplicate ACKs)")
+	X(CARRY_ACKS_DROPPED, "carry_acks_dropped", "raised pure ACKs that opened no window: dropped (they would read as duplicate ACKs)") \
+	X(CARRY_TSVAL_RAISED, "carry_tsvals_raised", "carried segments' TSval raised to a receiver's newer ts_recent (PAWS would drop them)")
 
 enum mmp_tc_counter {
 #define MMP_TC_X_ENUM(id, name, help) MMP_TC_CNT_##id,

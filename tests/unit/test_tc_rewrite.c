@@ -456,6 +456,13 @@ struct rw_case {
 	uint64_t cnt[MMP_TC_CNT_MAX];
 	bool check_tuples; /* afterwards, exactly the roles in tuples_left remain in mmp_tc_tuples */
 	uint8_t tuples_left;
+	/* A carry after the switch (tc_carry.c): flow.carrying and the mmp_tc_carry entry. */
+	uint32_t carrying;
+	struct mmp_tc_carry carry;
+	bool check_carry; /* afterwards, the entry's TSvals and SACK blocks are these */
+	uint32_t carry_tsval[2];
+	uint32_t sack_n[2];
+	uint32_t sack[2][MMP_TC_CARRY_SACK_BLOCKS * 2];
 };
 
 #define MODE_HOLD MMP_TC_MODE_HOLD
@@ -1638,6 +1645,127 @@ static const struct rw_case cases[] = {
 		.check_stats = true,
 		.st = { .packets = { 1, 1 }, .bytes = { 0, 5 }, .fin = { 0, 1 }, .rst = 1 },
 	},
+	/* ---- a carry's receiver: its ack clamped, its SACK blocks recorded for the carrier ---- */
+	{
+		/*
+		 * Bytes carried to the upstream (end 0x3000): the upstream's data
+		 * segment acks 0x1000 and holds two blocks beyond. Its ack goes
+		 * out raised to the carry's end, its window less the 0x2000
+		 * unacked, and the carrier learns the blocks.
+		 */
+		.name = "carry: the receiver's SACK blocks are recorded, its ack raised",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x800, 0 }, .edge = { 0x9000, 0 }, .tsval = { 0x3000, 0 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x1000, .flags = ACK | PSH, .win = 0x100,
+					   .opts = "NNTNNS", .tsval = 0x77, .tsecr = 0x2000, .nsack = 2,
+					   .sack = { 0x2000, 0x2800, 0x1800, 0x1c00 }, .payload = 10 },
+			  .out = { .seq = 0x500, .ack = 0x3000, .win = 0xc0, .tsval = 0x77, .tsecr = 0x2000,
+				   .sack = { 0x2000, 0x2800, 0x1800, 0x1c00 } } },
+		},
+		.check_carry = true,
+		.carry_tsval = { 0x3000, 0 },
+		.sack_n = { 2, 0 },
+		.sack = { { 0x2000, 0x2800, 0x1800, 0x1c00 } },
+	},
+	{
+		/*
+		 * The receiver's duplicate ACKs are dropped (they would reach the
+		 * other peer as duplicates), but their blocks are the newest:
+		 * recorded, all three.
+		 */
+		.name = "carry: a dropped duplicate ACK's blocks are recorded",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .win_sent = { 0xffff, 0 },
+			   .tsval = { 0x3000, 0 } },
+		.steps = {
+			{ EXP_SHOT, .ret = TC_ACT_SHOT,
+			  .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x1000, .flags = ACK, .win = 0x100,
+				  .opts = "NNTNNS", .tsval = 0x77, .tsecr = 0x2000, .nsack = 3,
+				  .sack = { 0x2400, 0x2800, 0x1800, 0x1c00, 0x2000, 0x2200 } } },
+		},
+		.check_carry = true,
+		.carry_tsval = { 0x3000, 0 },
+		.sack_n = { 3, 0 },
+		.sack = { { 0x2400, 0x2800, 0x1800, 0x1c00, 0x2000, 0x2200 } },
+	},
+	{
+		/* An ACK without blocks: the receiver holds nothing beyond its ack any more (pruned). */
+		.name = "carry: an ACK without blocks clears the recorded ones",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .win_sent = { 0xffff, 0 },
+			   .tsval = { 0x3000, 0 }, .sack_n = { 1, 0 }, .sack = { { 0x2000, 0x2800 } } },
+		.steps = {
+			{ EXP_SHOT, .ret = TC_ACT_SHOT,
+			  .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x1000, .flags = ACK, .win = 0x100, .opts = "NNT",
+				  .tsval = 0x78, .tsecr = 0x2000 } },
+		},
+		.check_carry = true,
+		.carry_tsval = { 0x3000, 0 },
+		.sack_n = { 0, 0 },
+	},
+	{
+		/* Only bytes carried to the load balancer: the upstream's blocks are of no carry. */
+		.name = "carry: blocks of a peer that receives no carried byte are not recorded",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_DOWN,
+		.carry = { .end = { 0, 0x3000 }, .acked = { 0, 0x1000 }, .edge = { 0, 0x9000 }, .tsval = { 0x1000, 0x1000 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x1000, .flags = ACK | PSH, .win = 0x100,
+					   .opts = "NNTNNS", .tsval = 0x77, .tsecr = 0x2000, .nsack = 1,
+					   .sack = { 0x2000, 0x2800 }, .payload = 10 },
+			  .out = { .seq = 0x500, .ack = 0x1000, .win = 0x100, .tsval = 0x77, .tsecr = 0x2000,
+				   .sack = { 0x2000, 0x2800 } } },
+		},
+		.check_carry = true,
+		.carry_tsval = { 0x1000, 0x1000 },
+		.sack_n = { 0, 0 },
+	},
+	{
+		/*
+		 * The receiver echoes a TSecr above the carried segments' TSval:
+		 * something with a newer clock landed in sequence there, and
+		 * carried segments at the old TSval would all be dropped by PAWS.
+		 * The carry's TSval follows it; a lower echo leaves it.
+		 */
+		.name = "carry: the carried TSval rises to the receiver's newer ts_recent, never falls",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .win_sent = { 0xffff, 0 },
+			   .tsval = { 0x1800, 0 } },
+		.steps = {
+			{ EXP_SHOT, .ret = TC_ACT_SHOT,
+			  .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x1000, .flags = ACK, .win = 0x100, .opts = "NNT",
+				  .tsval = 0x78, .tsecr = 0x2000 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT,
+			  .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x1000, .flags = ACK, .win = 0x100, .opts = "NNT",
+				  .tsval = 0x79, .tsecr = 0x1900 } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_CARRY_ACKS_CLAMPED] = 2, [MMP_TC_CNT_CARRY_ACKS_DROPPED] = 2,
+			 [MMP_TC_CNT_CARRY_TSVAL_RAISED] = 1 },
+		.check_carry = true,
+		.carry_tsval = { 0x2000, 0 },
+		.sack_n = { 0, 0 },
+	},
 };
 
 /* ---------------------------------------------------------------------------
@@ -1713,7 +1841,32 @@ static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 	st->rst = c->rx.ended;
 	fill_dir(&flow.up, &c->up, c->family, T_HOLD2);
 	fill_dir(&flow.down, &c->down, c->family, T_HOLD1);
+	flow.carrying = c->carrying;
 	assert_int_equal(bpf_map_update_elem(flows, &id, &flow, BPF_NOEXIST), 0);
+	if (c->carrying)
+		assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.mmp_tc_carry), &id, &c->carry, BPF_NOEXIST),
+				 0);
+}
+
+/* The carry entry's SACK blocks, as the case expects them. */
+static void check_carry(struct tc_bpf *skel, const struct rw_case *c)
+{
+	uint64_t id = FLOW_ID;
+	struct mmp_tc_carry e;
+
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_carry), &id, &e), 0);
+	for (int k = 0; k < 2; k++) {
+		if (e.tsval[k] != c->carry_tsval[k])
+			fail_msg("case \"%s\": carry %d TSval %#x, expected %#x", c->name, k, e.tsval[k], c->carry_tsval[k]);
+		if (e.sack_n[k] != c->sack_n[k])
+			fail_msg("case \"%s\": carry %d has %u SACK blocks, expected %u", c->name, k, e.sack_n[k],
+				 c->sack_n[k]);
+		for (uint32_t i = 0; i < 2 * e.sack_n[k] && i < MMP_TC_CARRY_SACK_BLOCKS * 2; i++) {
+			if (e.sack[k][i] != c->sack[k][i])
+				fail_msg("case \"%s\": carry %d SACK edge %u is %#x, expected %#x", c->name, k, i,
+					 e.sack[k][i], c->sack[k][i]);
+		}
+	}
 }
 
 /* *mark: skb->mark in, and what the program left in it out. */
@@ -1837,6 +1990,9 @@ static const char *const counter_name[] = {
 	[MMP_TC_CNT_SYN_CHALLENGED] = "syn_challenged",
 	[MMP_TC_CNT_WRONG_IFACE] = "wrong_iface",
 	[MMP_TC_CNT_BAD_IP_HEADER] = "bad_ip_header",
+	[MMP_TC_CNT_CARRY_ACKS_CLAMPED] = "carry_acks_clamped",
+	[MMP_TC_CNT_CARRY_ACKS_DROPPED] = "carry_acks_dropped",
+	[MMP_TC_CNT_CARRY_TSVAL_RAISED] = "carry_tsvals_raised",
 };
 
 /* The current case's skeleton: destroyed by the teardown, even after a failure. */
@@ -1942,6 +2098,8 @@ static void test_case(void **state)
 	}
 	if (c->check_stats)
 		check_stats(skel, c);
+	if (c->check_carry)
+		check_carry(skel, c);
 	if (c->check_cnt) {
 		for (uint32_t k = 0; k < MMP_TC_CNT_MAX; k++) {
 			uint64_t v = read_counter(skel, k);

@@ -243,6 +243,57 @@ static int32_t acked_in_buf(const struct mmp_tc_carry_dir *cd, uint32_t ack)
 }
 
 /*
+ * The receiver's SACK blocks, as the programs last saw them, clipped to
+ * what of buf is still unacked: bytes it holds beyond a hole.
+ */
+static void note_sacked(struct mmp_tc_carry_dir *cd, const struct mmp_tc_carry *e, int k)
+{
+	uint32_t n = e->sack_n[k] < MMP_TC_CARRY_SACK_BLOCKS ? e->sack_n[k] : MMP_TC_CARRY_SACK_BLOCKS;
+
+	cd->sacked_n = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t start = acked_in_buf(cd, e->sack[k][2 * i]), end = acked_in_buf(cd, e->sack[k][2 * i + 1]);
+
+		if (start < (int32_t)cd->acked)
+			start = (int32_t)cd->acked;
+		if (end <= start)
+			continue; /* acked, beyond the carry, or a D-SACK of bytes already acked */
+		cd->sacked[cd->sacked_n][0] = (uint32_t)start;
+		cd->sacked[cd->sacked_n][1] = (uint32_t)end;
+		cd->sacked_n++;
+	}
+}
+
+/*
+ * The next segment of this round: from cd->sent, stepped past the blocks the
+ * receiver holds, up to limit, one MSS, and the next block. Returns its
+ * length, 0 when the round is done.
+ */
+static uint32_t next_segment(struct mmp_tc_carry_dir *cd, uint32_t limit)
+{
+	bool stepped = true;
+	uint32_t n;
+
+	while (stepped) { /* blocks come in any order: until sent lies in none */
+		stepped = false;
+		for (uint32_t i = 0; i < cd->sacked_n; i++) {
+			if (cd->sent >= cd->sacked[i][0] && cd->sent < cd->sacked[i][1]) {
+				cd->sent = cd->sacked[i][1];
+				stepped = true;
+			}
+		}
+	}
+	if (cd->sent >= limit)
+		return 0;
+	n = limit - cd->sent < cd->mss ? limit - cd->sent : cd->mss;
+	for (uint32_t i = 0; i < cd->sacked_n; i++) {
+		if (cd->sacked[i][0] > cd->sent && cd->sacked[i][0] - cd->sent < n)
+			n = cd->sacked[i][0] - cd->sent;
+	}
+	return n;
+}
+
+/*
  * Skip what receiver k acked since the round began: its acks come while a
  * round is being sent (a 64 KiB segment into lo takes its receiver about
  * 100 us to take), and a byte it has is a copy it drops, by PAWS once the
@@ -261,6 +312,7 @@ static void skip_acked(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k
 	acked = acked_in_buf(cd, e.acked[k]);
 	if (acked > (int32_t)cd->sent)
 		cd->sent = (uint32_t)acked;
+	note_sacked(cd, &e, k);
 }
 
 /* Send direction k of cr from cd->sent on, as send_limit allows. */
@@ -274,17 +326,17 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, 
 	if (cd->acked >= cd->len)
 		return;
 	limit = send_limit(cd, resend, &probe);
-	while (cd->sent < limit) {
+	for (;;) {
 		uint32_t n;
 		int err;
 
 		if (since_look >= SKIP_ACKED_EVERY && !probe) {
 			skip_acked(w, cr, k);
 			since_look = 0;
-			if (cd->sent >= limit)
-				break;
 		}
-		n = limit - cd->sent < cd->mss ? limit - cd->sent : cd->mss;
+		n = next_segment(cd, limit);
+		if (!n)
+			break;
 		cd->hdr.seq = cd->base + cd->sent;
 		err = mmp_tc_send_segment(fd, &cd->hdr, cd->buf + cd->sent, n, w->scratch);
 		if (err == -EMSGSIZE && cd->mss > MIN_SEGMENT) {
@@ -329,10 +381,14 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsign
 				cd->sent = cd->acked;
 			*moved |= 1u << k;
 		}
+		note_sacked(cd, &e, k);
 		if ((int32_t)(e.edge[k] - cd->edge) > 0) {
 			cd->edge = e.edge[k];
 			*moved |= 1u << k;
 		}
+		/* A receiver whose ts_recent rose above the carried TSval: the programs raised it. */
+		if ((int32_t)(e.tsval[k] - cd->hdr.tsval) > 0)
+			cd->hdr.tsval = e.tsval[k];
 		/* Ack and window as the other peer's segments give them now (include/mmp_tc.h). */
 		if ((int32_t)(e.fwd_ack[k] - cd->hdr.ack) >= 0) {
 			cd->hdr.ack = e.fwd_ack[k];

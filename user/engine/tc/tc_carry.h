@@ -32,6 +32,9 @@ struct mmp_tc_carry_dir {
 	uint32_t edge; /* the seq the receiver's window ends at */
 	uint64_t moved_ms; /* the last time its ack or window edge moved */
 	bool fast_sent; /* sent again by fast_resend since the ack last moved */
+	/* What the receiver holds beyond its ack (its SACK blocks), as [start, end) in buf. */
+	uint32_t sacked_n;
+	uint32_t sacked[MMP_TC_CARRY_SACK_BLOCKS][2];
 	uint32_t engine_off, engine_len; /* where in buf the engine's bytes go (mmp_tc_carry_take) */
 };
 

@@ -189,6 +189,18 @@ static int adopt_pins(struct mmp_tc *tc)
 		fd = bpf_obj_get(path);
 		if (fd < 0)
 			continue;
+		/*
+		 * A carry entry lives for the first round trips after a switch, and
+		 * only its carrier, which ended with that instance, uses it: an
+		 * older version's map is replaced. Its flows find no entry and
+		 * stop clamping (the bytes it still had unacked were lost anyway).
+		 */
+		if (!strcmp(bpf_map__name(map), MMP_TC_CARRY_MAP) && !bpf_obj_get_info_by_fd(fd, &info, &len) &&
+		    info.value_size != bpf_map__value_size(map)) {
+			close(fd);
+			pr_info("tc engine: %s has another layout (an older version's): replaced", path);
+			continue;
+		}
 		if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != bpf_map__type(map) ||
 		    info.key_size != bpf_map__key_size(map) || info.value_size != bpf_map__value_size(map) ||
 		    info.map_flags != bpf_map__map_flags(map)) {
