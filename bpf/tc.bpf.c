@@ -783,8 +783,10 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 				carry->fwd_win[dir & 1] = (__u32)p->new.h[14] << 8 | p->new.h[15];
 			}
 			behind = (flow->carrying & mine) && p->payload == 0 && !(flags & (TH_SYN | TH_FIN | TH_RST));
-			if (behind)
+			if (behind || ((flags & TH_RST) && (flow->carrying & mine)))
 				wr32(&p->new.h[4], carry->acked[dir & 1]);
+			if (reset)
+				carry->reset = 1;
 		}
 	}
 	if (opts) {

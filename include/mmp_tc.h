@@ -188,6 +188,16 @@ struct mmp_tc_carry {
 	 */
 	__u32 sack_n[2];
 	__u32 sack[2][MMP_TC_CARRY_SACK_BLOCKS * 2];
+	/*
+	 * Set by the programs when an RST ended the flow: its carrier stops.
+	 * An RST toward a receiver that still takes carried bytes goes at that
+	 * receiver's own ack (acked), not after the carry: the peer that sent
+	 * it saw acks raised to the carry's end (carry_clamp), and at that seq
+	 * the receiver would drop it, stay open, and answer every resend for
+	 * ever (1,000 tcpkali streams: 179 carriers still resending 10 minutes
+	 * after tcpkali exited).
+	 */
+	__u32 reset;
 };
 
 /*

@@ -461,6 +461,7 @@ struct rw_case {
 	struct mmp_tc_carry carry;
 	bool check_carry; /* afterwards, the entry's TSvals and SACK blocks are these */
 	uint32_t carry_tsval[2];
+	uint32_t carry_reset;
 	uint32_t sack_n[2];
 	uint32_t sack[2][MMP_TC_CARRY_SACK_BLOCKS * 2];
 };
@@ -1766,6 +1767,30 @@ static const struct rw_case cases[] = {
 		.carry_tsval = { 0x2000, 0 },
 		.sack_n = { 0, 0 },
 	},
+	{
+		/*
+		 * The load balancer's RST at exactly its snd_nxt ends the flow. To
+		 * the upstream, still short of the carry (its ack 0x1000 of 0x3000),
+		 * it goes at that ack: after the carry's end, out of a closed window,
+		 * it would be dropped and the upstream would never hear of it. The
+		 * carrier learns that the flow was reset.
+		 */
+		.name = "carry: an RST goes to a carry's receiver at its own ack, and stops the carrier",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.rx = { .set = true, .nxt = { 0x5000, 0x700 }, .wnd = { 1 << 20, 1 << 20 } },
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x1000, 0 }, .tsval = { 0x3000, 0 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x5000, .flags = RST, .win = 0 },
+			  .out = { .seq = 0x1000, .win = 0 } },
+		},
+		.check_carry = true,
+		.carry_tsval = { 0x3000, 0 },
+		.carry_reset = 1,
+	},
 };
 
 /* ---------------------------------------------------------------------------
@@ -1855,6 +1880,8 @@ static void check_carry(struct tc_bpf *skel, const struct rw_case *c)
 	struct mmp_tc_carry e;
 
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.mmp_tc_carry), &id, &e), 0);
+	if (e.reset != c->carry_reset)
+		fail_msg("case \"%s\": carry reset %u, expected %u", c->name, e.reset, c->carry_reset);
 	for (int k = 0; k < 2; k++) {
 		if (e.tsval[k] != c->carry_tsval[k])
 			fail_msg("case \"%s\": carry %d TSval %#x, expected %#x", c->name, k, e.tsval[k], c->carry_tsval[k]);

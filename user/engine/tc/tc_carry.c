@@ -362,7 +362,7 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, 
 /*
  * What the programs saw the receivers ack: bit k of *moved when direction
  * k's ack or window edge moved, of *alive when its receiver sent anything.
- * Returns false when the flow's carry entry is gone.
+ * Returns false when the flow's carry entry is gone, or the flow was reset.
  */
 static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsigned int *moved, unsigned int *alive)
 {
@@ -371,6 +371,11 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsign
 	*moved = *alive = 0;
 	if (bpf_map_lookup_elem(w->tc->carry_fd, &cr->flow, &e))
 		return false;
+	if (e.reset) {
+		/* A peer reset the flow: nothing is owed to it any more (include/mmp_tc.h). */
+		bpf_map_delete_elem(w->tc->carry_fd, &cr->flow);
+		return false;
+	}
 	for (int k = 0; k < 2; k++) {
 		struct mmp_tc_carry_dir *cd = &cr->dir[k];
 		int32_t acked = acked_in_buf(cd, e.acked[k]);
@@ -457,7 +462,7 @@ static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t no
 	unsigned int moved, alive;
 
 	if (!read_acks(w, cr, &moved, &alive))
-		return true; /* the flow ended and was collected */
+		return true; /* the flow ended: collected, or reset */
 	if (carrier_done(cr)) {
 		bpf_map_delete_elem(w->tc->carry_fd, &cr->flow);
 		return true;
