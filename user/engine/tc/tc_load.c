@@ -181,6 +181,7 @@ static int adopt_pins(struct mmp_tc *tc)
 		struct bpf_map_info info = { 0 };
 		__u32 len = sizeof(info);
 		char path[PATH_MAX];
+		bool readable;
 		int fd, err;
 
 		if (is_internal_map(map))
@@ -189,21 +190,21 @@ static int adopt_pins(struct mmp_tc *tc)
 		fd = bpf_obj_get(path);
 		if (fd < 0)
 			continue;
+		readable = !bpf_obj_get_info_by_fd(fd, &info, &len);
 		/*
 		 * A carry entry lives for the first round trips after a switch, and
 		 * only its carrier, which ended with that instance, uses it: an
 		 * older version's map is replaced. Its flows find no entry and
 		 * stop clamping (the bytes it still had unacked were lost anyway).
 		 */
-		if (!strcmp(bpf_map__name(map), MMP_TC_CARRY_MAP) && !bpf_obj_get_info_by_fd(fd, &info, &len) &&
+		if (readable && !strcmp(bpf_map__name(map), MMP_TC_CARRY_MAP) &&
 		    info.value_size != bpf_map__value_size(map)) {
 			close(fd);
 			pr_info("tc engine: %s has another layout (an older version's): replaced", path);
 			continue;
 		}
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != bpf_map__type(map) ||
-		    info.key_size != bpf_map__key_size(map) || info.value_size != bpf_map__value_size(map) ||
-		    info.map_flags != bpf_map__map_flags(map)) {
+		if (!readable || info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
+		    info.value_size != bpf_map__value_size(map) || info.map_flags != bpf_map__map_flags(map)) {
 			close(fd);
 			pr_err("tc engine: %s has another layout (left by another version?); remove it with: mmproxy-bpf cleanup --pin-dir %s",
 			       path, tc->pin_dir);
