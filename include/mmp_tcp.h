@@ -45,7 +45,8 @@
 	X(tc_carried, "tc_carried",                                                                             \
 	  "tc hand-offs that carried queued bytes across instead of waiting for them to drain")                    \
 	X(tc_carried_bytes, "tc_carried_bytes", "bytes tc hand-offs carried across, both directions")              \
-	X(tc_carry_resent, "tc_carry_resent", "carried bytes sent again: the receiver had not acked them in time") \
+	X(tc_carry_resent, "tc_carry_resent",                                                                   \
+	  "carried bytes sent again (by a resend, or after one): not acked in time")                            \
 	X(tc_carry_abandoned, "tc_carry_abandoned",                                                             \
 	  "carries given up: the receiver sent nothing for 10 s (its flow was removed)")                           \
 	X(tc_carry_fast_resent, "tc_carry_fast_resent",                                                         \

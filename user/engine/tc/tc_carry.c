@@ -205,95 +205,6 @@ int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp
 /* ------------------------------------------------------------- the carrier -- */
 
 /*
- * Where this round of sending stops, in buf: the receiver's window's end,
- * or the carry's. A resend restarts sent at the ack and sends one segment,
- * as TCP's timeout does (the acks it brings send the rest), within the
- * window: Linux drops a segment that ends beyond it whole
- * (TcpExtBeyondWindow), so a full-size resend into a window smaller than
- * one segment was never taken. Into a closed window it sends one byte, a
- * probe (*probe): the receiver drops it, and its answer carries the
- * window, as a window probe's does.
- */
-static uint32_t send_limit(struct mmp_tc_carry_dir *cd, bool resend, bool *probe)
-{
-	int32_t window_end = (int32_t)(cd->edge - cd->base); /* in buf */
-	uint32_t limit = window_end <= 0 ? 0 : (uint32_t)window_end < cd->len ? (uint32_t)window_end : cd->len;
-
-	*probe = false;
-	if (!resend)
-		return limit;
-	cd->sent = cd->acked;
-	if (limit > cd->acked + cd->mss)
-		limit = cd->acked + cd->mss;
-	*probe = limit <= cd->acked;
-	return *probe ? cd->acked + 1 : limit;
-}
-
-/*
- * A receiver's ack as an offset in cd->buf, capped at the carry's end: a
- * receiver acks beyond the carry once the peer's new bytes follow it, and
- * an ack compared uncapped "moved" on every step, which put off the other
- * direction's resends for good (t60's remote case stalled).
- */
-static int32_t acked_in_buf(const struct mmp_tc_carry_dir *cd, uint32_t ack)
-{
-	int32_t acked = (int32_t)(ack - cd->base);
-
-	return acked > (int32_t)cd->len ? (int32_t)cd->len : acked;
-}
-
-/*
- * The receiver's SACK blocks, as the programs last saw them, clipped to
- * what of buf is still unacked: bytes it holds beyond a hole.
- */
-static void note_sacked(struct mmp_tc_carry_dir *cd, const struct mmp_tc_carry *e, int k)
-{
-	uint32_t n = e->sack_n[k] < MMP_TC_CARRY_SACK_BLOCKS ? e->sack_n[k] : MMP_TC_CARRY_SACK_BLOCKS;
-
-	cd->sacked_n = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		int32_t start = acked_in_buf(cd, e->sack[k][2 * i]), end = acked_in_buf(cd, e->sack[k][2 * i + 1]);
-
-		if (start < (int32_t)cd->acked)
-			start = (int32_t)cd->acked;
-		if (end <= start)
-			continue; /* acked, beyond the carry, or a D-SACK of bytes already acked */
-		cd->sacked[cd->sacked_n][0] = (uint32_t)start;
-		cd->sacked[cd->sacked_n][1] = (uint32_t)end;
-		cd->sacked_n++;
-	}
-}
-
-/*
- * The next segment of this round: from cd->sent, stepped past the blocks the
- * receiver holds, up to limit, one MSS, and the next block. Returns its
- * length, 0 when the round is done.
- */
-static uint32_t next_segment(struct mmp_tc_carry_dir *cd, uint32_t limit)
-{
-	bool stepped = true;
-	uint32_t n;
-
-	while (stepped) { /* blocks come in any order: until sent lies in none */
-		stepped = false;
-		for (uint32_t i = 0; i < cd->sacked_n; i++) {
-			if (cd->sent >= cd->sacked[i][0] && cd->sent < cd->sacked[i][1]) {
-				cd->sent = cd->sacked[i][1];
-				stepped = true;
-			}
-		}
-	}
-	if (cd->sent >= limit)
-		return 0;
-	n = limit - cd->sent < cd->mss ? limit - cd->sent : cd->mss;
-	for (uint32_t i = 0; i < cd->sacked_n; i++) {
-		if (cd->sacked[i][0] > cd->sent && cd->sacked[i][0] - cd->sent < n)
-			n = cd->sacked[i][0] - cd->sent;
-	}
-	return n;
-}
-
-/*
  * Skip what receiver k acked since the round began: its acks come while a
  * round is being sent (a 64 KiB segment into lo takes its receiver about
  * 100 us to take), and a byte it has is a copy it drops, by PAWS once the
@@ -309,10 +220,10 @@ static void skip_acked(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k
 
 	if (bpf_map_lookup_elem(w->tc->carry_fd, &cr->flow, &e))
 		return;
-	acked = acked_in_buf(cd, e.acked[k]);
+	acked = mmp_tc_carry_acked_in_buf(cd, e.acked[k]);
 	if (acked > (int32_t)cd->sent)
 		cd->sent = (uint32_t)acked;
-	note_sacked(cd, &e, k);
+	mmp_tc_carry_note_sacked(cd, &e, k);
 }
 
 /* Send direction k of cr from cd->sent on, as send_limit allows. */
@@ -325,7 +236,7 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, 
 
 	if (cd->acked >= cd->len)
 		return;
-	limit = send_limit(cd, resend, &probe);
+	limit = mmp_tc_carry_send_limit(cd, resend, &probe);
 	for (;;) {
 		uint32_t n;
 		int err;
@@ -334,7 +245,7 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, 
 			skip_acked(w, cr, k);
 			since_look = 0;
 		}
-		n = next_segment(cd, limit);
+		n = mmp_tc_carry_next_segment(cd, limit);
 		if (!n)
 			break;
 		cd->hdr.seq = cd->base + cd->sent;
@@ -349,9 +260,7 @@ static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, 
 			pr_debug("tc engine: sending carried bytes failed: %s", strerror(-err));
 			return;
 		}
-		if (resend)
-			mmp_count(w->loop->counters, MMP_TCP_CNT_tc_carry_resent, n);
-		cd->sent += n;
+		mmp_count(w->loop->counters, MMP_TCP_CNT_tc_carry_resent, mmp_tc_carry_advance(cd, n));
 		since_look += n;
 	}
 	/* The probe's byte was dropped: the window its answer opens is filled from the ack. */
@@ -378,7 +287,7 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsign
 	}
 	for (int k = 0; k < 2; k++) {
 		struct mmp_tc_carry_dir *cd = &cr->dir[k];
-		int32_t acked = acked_in_buf(cd, e.acked[k]);
+		int32_t acked = mmp_tc_carry_acked_in_buf(cd, e.acked[k]);
 
 		if (acked > (int32_t)cd->acked) {
 			cd->acked = (uint32_t)acked;
@@ -386,7 +295,7 @@ static bool read_acks(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, unsign
 				cd->sent = cd->acked;
 			*moved |= 1u << k;
 		}
-		note_sacked(cd, &e, k);
+		mmp_tc_carry_note_sacked(cd, &e, k);
 		if ((int32_t)(e.edge[k] - cd->edge) > 0) {
 			cd->edge = e.edge[k];
 			*moved |= 1u << k;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "core/loop.h"
+#include "mmp_tc.h"
 #include "engine/tc/tc_packet.h"
 
 struct mmp_conn;
@@ -29,6 +30,7 @@ struct mmp_tc_carry_dir {
 	uint32_t mss;
 	uint32_t acked; /* bytes of buf the receiver acked */
 	uint32_t sent; /* bytes of buf sent in this round */
+	uint32_t furthest; /* the end of the furthest byte ever sent: what is sent below it is sent again */
 	uint32_t edge; /* the seq the receiver's window ends at */
 	uint64_t moved_ms; /* the last time its ack or window edge moved */
 	bool fast_sent; /* sent again by fast_resend since the ack last moved */
@@ -146,6 +148,22 @@ int mmp_tc_carry_read(int to_fd, const struct mmp_tc_frozen *to, size_t buffered
 		      struct mmp_tc_carry_dir *cd);
 /* Move the engine's bytes of direction k into their room. 0 or a negative errno (the bytes are lost). */
 int mmp_tc_carry_take(struct mmp_conn *c, int k, struct mmp_tc_carry_dir *cd);
+
+/*
+ * Where in cd->buf the carrier sends (tc_carry_seq.c; pure, the unit tests
+ * drive it). The round's end: the window's or the carry's, or one segment
+ * from the ack for a resend (which rewinds cd->sent to the ack; *probe: a
+ * closed window's one-byte probe).
+ */
+uint32_t mmp_tc_carry_send_limit(struct mmp_tc_carry_dir *cd, bool resend, bool *probe);
+/* A receiver's ack as an offset in cd->buf, capped at the carry's end. */
+int32_t mmp_tc_carry_acked_in_buf(const struct mmp_tc_carry_dir *cd, uint32_t ack);
+/* Receiver k's SACK blocks in e, as [start, end) in buf beyond cd->acked (cd->sacked). */
+void mmp_tc_carry_note_sacked(struct mmp_tc_carry_dir *cd, const struct mmp_tc_carry *e, int k);
+/* The next segment's length from cd->sent (stepped past held blocks) up to limit; 0: the round is done. */
+uint32_t mmp_tc_carry_next_segment(struct mmp_tc_carry_dir *cd, uint32_t limit);
+/* A segment of n bytes from cd->sent went out: moves sent; returns how many of them were sent before. */
+uint32_t mmp_tc_carry_advance(struct mmp_tc_carry_dir *cd, uint32_t n);
 
 /* Take cr over (both directions filled), send what the windows allow and arm the resend timer. */
 void mmp_tc_carry_start(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr);
