@@ -688,12 +688,13 @@ static __always_inline int carry_clamp(struct mmp_tc_flow *flow, struct mmp_tc_c
 }
 
 /*
- * What carry k's receiver's options tell the carrier: its ts_recent (TSecr),
- * and its SACK blocks (raw: its own sequence space, as carry_clamp records
- * its ack). A segment
- * without them says it holds nothing beyond its ack: 0 blocks, so that
- * blocks it dropped since (pruned out of order under memory pressure) are
- * not trusted.
+ * What carry k's receiver's options tell the carrier, while it still owes
+ * the receiver bytes: its ts_recent (TSecr), and its SACK blocks (raw: its
+ * own sequence space, as carry_clamp records its ack). A segment without
+ * blocks says it holds nothing beyond its ack: 0 blocks, so that blocks it
+ * dropped since (pruned out of order under memory pressure) are not
+ * trusted. Once its ack covers the carry, the translated segments that it
+ * takes in sequence raise its ts_recent as they should: nothing to note.
  */
 static __always_inline void carry_note_options(struct mmp_tc_carry *c, int k, const struct pkt *p,
 					       const struct opt_scan *o)
@@ -701,6 +702,8 @@ static __always_inline void carry_note_options(struct mmp_tc_carry *c, int k, co
 	__u32 n = 0;
 
 	k &= 1;
+	if ((__s32)(c->end[k] - rd32(&p->old.h[8])) <= 0)
+		return;
 	/* Its TSecr is its ts_recent: the carried segments' TSval must not be below it (include/mmp_tc.h). */
 	if (o->ts) {
 		__u32 tsecr = rd32(&p->old.h[bound63(o->ts + 4)]);

@@ -1769,6 +1769,27 @@ static const struct rw_case cases[] = {
 	},
 	{
 		/*
+		 * The receiver's ack covers the carry: its segment passes with its
+		 * own ack, and its TSecr, the translated clock it now takes in
+		 * sequence, is nothing the carrier needs.
+		 */
+		.name = "carry: a receiver whose ack covers the carry raises no TSval",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x2000, 0 }, .edge = { 0x9000, 0 }, .tsval = { 0x1800, 0 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x3000, .flags = ACK | PSH, .win = 0x100,
+					   .opts = "NNT", .tsval = 0x77, .tsecr = 0x2000, .payload = 10 },
+			  .out = { .seq = 0x500, .ack = 0x3000, .win = 0x100, .tsval = 0x77, .tsecr = 0x2000 } },
+		},
+		.check_carry = true,
+		.carry_tsval = { 0x1800, 0 },
+	},
+	{
+		/*
 		 * The load balancer's RST at exactly its snd_nxt ends the flow. To
 		 * the upstream, still short of the carry (its ack 0x1000 of 0x3000),
 		 * it goes at that ack: after the carry's end, out of a closed window,
