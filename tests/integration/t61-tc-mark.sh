@@ -117,7 +117,7 @@ check_case() {
 	grep -q "fix: sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth-mk.rp_filter=0" <<<"$out" ||
 		case_fail "check names no fix: $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
 	if tc_mmp_start "$(tc_pindir rp)" "127.0.0.1:$PROXY_PORT" -m "$MARK" -4 "$addr:$UP_PORT"; then
-		grep -q "warning: the upstream $addr:$UP_PORT is routed by the -m mark only, and rp_filter 2 on veth-mk drops its replies.*fix: sysctl" "$MMP_LOG" ||
+		grep -q "warning: connections to the upstream $addr:$UP_PORT via veth-mk will time out: it is routed by the -m mark only, and rp_filter 2 drops its replies.*fix: sysctl" "$MMP_LOG" ||
 			case_fail "run printed no warning: $(grep -v libbpf "$MMP_LOG" | head -3 | tr '\n' ' ')"
 		mmp_stop
 	else

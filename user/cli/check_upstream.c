@@ -120,6 +120,7 @@ bool mmp_check_upstream(const struct mmp_config *cfg, int family, bool *handled)
 	const struct sockaddr_storage *target = family == AF_INET6 ? &cfg->target6 : &cfg->target4;
 	const char *name = family == AF_INET ? "IPv4" : "IPv6", *what = "";
 	char a[MMP_ADDRSTRLEN], ifname[IF_NAMESIZE] = "?", probe_net[64];
+	struct mmp_rp_explain why;
 	struct sockaddr_storage src;
 	int oif, err, rp;
 
@@ -145,10 +146,9 @@ bool mmp_check_upstream(const struct mmp_config *cfg, int family, bool *handled)
 	}
 	rp = mmp_marked_route_rp_filter(target, cfg->mark, oif);
 	if (rp) {
-		printf("FAIL %s upstream %s via %s: it is routed by the -m mark only, and rp_filter %d drops its replies (the reverse-path check looks their source up without the mark)\n",
-		       name, a, ifname, rp);
-		printf("    fix: sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.%s.rp_filter=0, or route it without the mark too\n",
-		       ifname);
+		mmp_marked_route_rp_explain(&why, rp, ifname);
+		printf("FAIL %s upstream %s via %s: %s\n", name, a, ifname, why.cause);
+		printf("    fix: %s\n", why.fix);
 		return false;
 	}
 	probe_client(family, &src, probe_net, sizeof(probe_net));

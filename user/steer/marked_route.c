@@ -31,3 +31,14 @@ int mmp_marked_route_rp_filter(const struct sockaddr_storage *target, uint32_t m
 	rp_if = rp_filter(ifname);
 	return rp_all > rp_if ? rp_all : rp_if;
 }
+
+void mmp_marked_route_rp_explain(struct mmp_rp_explain *e, int rp, const char *ifname)
+{
+	snprintf(e->cause, sizeof(e->cause),
+		 "it is routed by the -m mark only, and rp_filter %d drops its replies (the reverse-path check looks "
+		 "their source up without the mark)",
+		 rp);
+	snprintf(e->fix, sizeof(e->fix),
+		 "sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.%s.rp_filter=0, or route it without the mark too",
+		 ifname);
+}

@@ -19,5 +19,13 @@
  * saw every stream of such an upstream stall with rp_filter 2.
  */
 int mmp_marked_route_rp_filter(const struct sockaddr_storage *target, uint32_t mark, int oif);
+/* The cause and the fix for such an upstream, in one wording for `check`'s FAIL line and `run`'s warning. */
+struct mmp_rp_explain {
+	char cause[160];
+	char fix[160];
+};
+
+/* e for rp_filter rp on ifname, the interface the mark routes the upstream through. */
+void mmp_marked_route_rp_explain(struct mmp_rp_explain *e, int rp, const char *ifname);
 
 #endif

@@ -106,6 +106,7 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
 static int upstream_ifindex(const struct sockaddr_storage *target, uint32_t mark)
 {
 	char a[MMP_ADDRSTRLEN], name[IF_NAMESIZE] = "?";
+	struct mmp_rp_explain why;
 	int oif, rp;
 
 	if (!target->ss_family || mmp_is_loopback_addr(target) || mmp_is_local_addr(target))
@@ -120,8 +121,9 @@ static int upstream_ifindex(const struct sockaddr_storage *target, uint32_t mark
 	rp = mmp_marked_route_rp_filter(target, mark, oif);
 	if (rp) {
 		if_indextoname((unsigned int)oif, name);
-		pr_warn("warning: the upstream %s is routed by the -m mark only, and rp_filter %d on %s drops its replies (the reverse-path check looks their source up without the mark): connections to it will time out (fix: sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.%s.rp_filter=0, or route it without the mark too)",
-			mmp_fmt_addr((const void *)target, a), rp, name, name);
+		mmp_marked_route_rp_explain(&why, rp, name);
+		pr_warn("warning: connections to the upstream %s via %s will time out: %s (fix: %s)",
+			mmp_fmt_addr((const void *)target, a), name, why.cause, why.fix);
 	}
 	return oif;
 }
