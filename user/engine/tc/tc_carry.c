@@ -99,6 +99,7 @@ int mmp_tc_carry_read(int to_fd, const struct mmp_tc_frozen *to, size_t buffered
 	 * had arrived: t61's upstream beyond loopback).
 	 */
 	cd->sent = to->snd_nxt - to->snd_una < cd->len ? to->snd_nxt - to->snd_una : cd->len;
+	cd->furthest = cd->sent; /* sent once already: a resend of them counts as one (tc_carry_resent) */
 	return 0;
 }
 
