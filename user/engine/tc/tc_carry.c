@@ -227,7 +227,7 @@ static void skip_acked(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k
 	mmp_tc_carry_note_sacked(cd, &e, k);
 }
 
-/* Send direction k of cr from cd->sent on, as send_limit allows. */
+/* Send direction k of cr from cd->sent on, as mmp_tc_carry_send_limit allows. */
 static void send_dir(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, int k, bool resend)
 {
 	struct mmp_tc_carry_dir *cd = &cr->dir[k];
