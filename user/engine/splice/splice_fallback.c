@@ -25,9 +25,9 @@ void mmp_splice_cap_unsent(const struct mmp_splice_dir *d, int dst)
 
 	/*
 	 * Best effort: a long flow's unsent bytes wait in src's queue and the
-	 * pipe (or copy buffer), not also megabytes of them in dst's send queue.
-	 * Without it, 50 two-way streams pushed TCP's memory past tcp_mem's
-	 * pressure mark, which slows every socket on the host (docs/DESIGN.md §3d).
+	 * pipe (or copy buffer), not also many megabytes of them in dst's send
+	 * queue where tcp_wmem was raised. Lower caps woke the loop for smaller
+	 * batches: 1 MiB cost twice the CPU per byte (docs/DESIGN.md §3d).
 	 */
 	if (d->relay_only)
 		setsockopt(dst, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
