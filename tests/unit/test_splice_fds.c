@@ -38,6 +38,7 @@
 #include "core/counters.h"
 #include "core/loop.h"
 #include "engine/splice/splice.h"
+#include "engine/splice/splice_pipe_budget.h"
 #include "lib/config.h"
 #include "lib/log.h"
 
@@ -266,10 +267,14 @@ static void run_case(const struct pipe_case *pc)
 	/* Still the one fallback: a later step reports nothing new. */
 	assert_int_equal(mmp_counter(&counters, MMP_TCP_CNT_pipe_fallbacks), 1);
 	assert_false(conn_closed);
+	/* The pipe before the faulty one grew, and took from the pipe budget; the faulty one took nothing. */
+	assert_int_equal(atomic_load(&mmp_splice_pipe_budget()->held),
+			 pc->fail_at > 1 ? mmp_splice_pipe_budget()->pipe_pages : 0);
 
 	mmp_splice_ops.release(&loop, &c);
 	assert_int_equal(fd_count(), before); /* every pipe that was opened is closed */
 	assert_null(c.ctx); /* and the context (and its copy buffers) freed */
+	assert_int_equal(atomic_load(&mmp_splice_pipe_budget()->held), 0); /* and its pages given back */
 	for (int i = 0; i < 2; i++) {
 		__real_close(cl[i]);
 		__real_close(up[i]);

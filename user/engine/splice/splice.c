@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/splice/splice.h"
 #include "engine/splice/splice_dir.h"
+#include "engine/splice/splice_pipe_budget.h"
 #include "lib/config.h"
 #include "lib/log.h"
 #include "lib/sockaddr.h"
@@ -42,6 +43,7 @@ static void splice_release(struct mmp_loop *loop, struct mmp_conn *c)
 			close(s->dir[i].pipe_rd);
 		if (s->dir[i].pipe_wr >= 0)
 			close(s->dir[i].pipe_wr);
+		mmp_pipe_budget_give(mmp_splice_pipe_budget(), s->dir[i].budget_pages);
 		free(s->dir[i].copy_buf);
 	}
 	free(s);

@@ -13,10 +13,13 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "engine/splice/splice_dir.h"
+#include "engine/splice/splice_pipe_budget.h"
 
 int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 {
+	struct mmp_pipe_budget *budget = mmp_splice_pipe_budget();
 	int p[2], sz, resize_err = 0;
+	long pages = 0;
 
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
 		d->pipe_fail = PIPE_FAIL_CREATE;
@@ -24,15 +27,20 @@ int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 		return d->pipe_err;
 	}
 	/*
-	 * Best effort: a bigger pipe means fewer syscalls per byte on bulk
-	 * flows. Refused (EPERM) past fs.pipe-user-pages-soft, where pipe2 also
-	 * gave only 2 pages. Only with --engine splice: a flow the tc engine
-	 * may take keeps the default 64 KiB, since its hand-off must drain the
-	 * pipe (docs/DESIGN.md §3b, "Bounded queues"), and it charges the user
-	 * a quarter of the pipe pages.
+	 * Best effort: a bigger pipe means fewer syscalls and larger sends per
+	 * byte on bulk flows, as far as the pipe budget allows (its file says
+	 * why it is shared). Refused (EPERM) past fs.pipe-user-pages-soft, where
+	 * pipe2 also gave only 2 pages. Only with --engine splice: a flow the tc
+	 * engine may take keeps the default 64 KiB, since its hand-off must
+	 * drain the pipe (docs/DESIGN.md §3b, "Bounded queues").
 	 */
-	if (d->relay_only && fcntl(p[1], F_SETPIPE_SZ, MMP_SPLICE_PIPE_BYTES) < 0)
+	if (d->relay_only)
+		pages = mmp_pipe_budget_take(budget);
+	if (pages && fcntl(p[1], F_SETPIPE_SZ, pages * mmp_pipe_page_size()) < 0) {
 		resize_err = -errno;
+		mmp_pipe_budget_give(budget, pages);
+		pages = 0;
+	}
 	sz = fcntl(p[1], F_GETPIPE_SZ);
 	/*
 	 * Too small to park what one first-bytes read took (park_rest writes it
@@ -42,13 +50,14 @@ int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 	 */
 	if (sz < MMP_SPLICE_COPY_BYTES) {
 		close(p[0]);
-		close(p[1]);
+		close(p[1]); /* a pipe that grew is large enough: this one took nothing from the budget */
 		d->pipe_fail = PIPE_FAIL_RESIZE;
 		d->pipe_err = resize_err ? resize_err : -EPERM;
 		return d->pipe_err;
 	}
 	mmp_splice_cap_unsent(d, dst);
 	d->cap = (size_t)sz;
+	d->budget_pages = pages;
 	d->pipe_rd = p[0];
 	d->pipe_wr = p[1];
 	return 0;

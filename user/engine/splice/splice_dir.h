@@ -9,8 +9,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Bytes a pipe may hold; F_SETPIPE_SZ raises it from 64 KiB when allowed. */
-#define MMP_SPLICE_PIPE_BYTES (256 * 1024)
 /* The first-bytes buffer (on the stack): at most what a default 64 KiB pipe takes in one write. */
 #define MMP_SPLICE_COPY_BYTES (64 * 1024)
 /*
@@ -44,6 +42,7 @@ struct mmp_splice_dir {
 	int pipe_err; /* the negative errno of the pipe2 or F_SETPIPE_SZ that failed, for the log */
 	enum mmp_pipe_fail pipe_fail; /* which of them, PIPE_FAIL_NONE while none did */
 	size_t cap; /* the pipe's size, 0 while not open */
+	long budget_pages; /* what growing the pipe took from the pipe budget, 0 if it did not grow */
 	/*
 	 * Bytes read from src not yet written to dst: in the pipe, or in
 	 * copy_buf for a direction that copies for good (no_pipe).
@@ -77,9 +76,9 @@ static inline bool mmp_splice_piped(const struct mmp_splice_dir *d)
 }
 
 /*
- * Opens d's pipe (sized MMP_SPLICE_PIPE_BYTES when allowed) and, with
- * d->relay_only, caps the unsent bytes dst's send queue holds
- * (MMP_SPLICE_NOTSENT_LOWAT). A pipe that holds less than
+ * Opens d's pipe and, with d->relay_only, grows it as far as the pipe budget
+ * allows (splice_pipe_budget.h) and caps the unsent bytes dst's send queue
+ * holds (MMP_SPLICE_NOTSENT_LOWAT). A pipe that holds less than
  * MMP_SPLICE_COPY_BYTES (the per-user soft limit gives 8 KiB ones) is closed
  * again: the first-bytes path parks up to that much in one write. Returns 0,
  * or a negative errno with d->pipe_fail and d->pipe_err set.
