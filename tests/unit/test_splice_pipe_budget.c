@@ -3,9 +3,9 @@
  * The splice engine's pipe budget (user/engine/splice/splice_pipe_budget.c):
  * relay pipes grow to 256 KiB (1 MiB where the budget holds 128 of those)
  * while the grown ones hold under half of fs.pipe-user-pages-soft, and keep
- * the kernel's 64 KiB after. Without it,
- * 128 grown pipes (64 flows) reached the soft limit, and every flow after
- * them copied through userspace (docs/DESIGN.md §3d, "Pipe sizes").
+ * the kernel's 64 KiB after. Without it, 128 grown pipes (64 flows) reached
+ * the soft limit, and every flow after them copied through userspace
+ * (docs/DESIGN.md §3d, "Pipe sizes").
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -18,14 +18,14 @@
 #define MMP_SPLICE_PIPES_AT_LEAST 128
 
 /*
- * The pages that enlarged pipes may hold together. Every pipe of the user
+ * The pages that grown pipes may hold together. Every pipe of the user
  * counts against fs.pipe-user-pages-soft, and past it a new pipe gets 8 KiB
- * and its flow copies through userspace; so large pipes get half of it, and
+ * and its flow copies through userspace; so grown pipes get half of it, and
  * the other half is left to default-sized pipes and to the user's other
  * processes.
  */
 struct mmp_pipe_budget {
-	atomic_long held; /* pages of the enlarged pipes now open */
+	atomic_long held; /* pages of the grown pipes now open */
 	long limit; /* pages they may hold together */
 	long pipe_pages; /* what one pipe takes: MMP_SPLICE_PIPE_BYTES(_LARGE) in pages, 0 when no pipe may grow */
 };
