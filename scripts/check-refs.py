@@ -99,7 +99,7 @@ def main():
     files = files | {'debian/mmproxy-bpf.service'}  # written by debian/rules from scripts/
     # Generated at build time, cited on purpose: one skeleton per BPF source file.
     basenames |= {os.path.basename(f)[:-len('.bpf.c')] + '.skel.h' for f in files
-                  if f.startswith('bpf/') and f.endswith('.bpf.c')}
+                  if f.startswith(('bpf/', 'tests/tools/bpf/')) and f.endswith('.bpf.c')}
     basenames |= {'mmproxy-bpf'}
     secs = design_sections()
     bad = 0

@@ -15,13 +15,14 @@ TEST_TOOLS_LIB_SRCS := $(wildcard tests/tools/mmpt_*.c)
 TEST_TOOLS_LIB_OBJS := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%.o,$(TEST_TOOLS_LIB_SRCS))
 TEST_TOOLS_HDRS   := $(wildcard tests/tools/*.h)
 # mmpt-faults.c is no tool but an LD_PRELOAD shim (t23): built as a .so, without sanitizers.
-TEST_TOOLS_SRCS   := $(filter-out $(TEST_TOOLS_LIB_SRCS) tests/tools/mmpt-faults.c,$(wildcard tests/tools/*.c))
+# mmpt-drops.c loads a BPF program of its own (tests/tools/bpf/): built by its own rules below.
+TEST_TOOLS_SRCS   := $(filter-out $(TEST_TOOLS_LIB_SRCS) tests/tools/mmpt-faults.c tests/tools/mmpt-drops.c,$(wildcard tests/tools/*.c))
 TEST_TOOLS        := $(patsubst tests/tools/%.c,$(TEST_TOOLS_DIR)/%,$(TEST_TOOLS_SRCS))
 TEST_TOOLS_OBJS   := $(TEST_TOOLS:=.o)
 
 .PHONY: integration-tests integration-tools
 
-integration-tools: $(TEST_TOOLS) $(TEST_TOOLS_DIR)/mmpt-faults.so
+integration-tools: $(TEST_TOOLS) $(TEST_TOOLS_DIR)/mmpt-faults.so $(TEST_TOOLS_DIR)/mmpt-drops
 
 $(TEST_TOOLS_DIR)/mmpt-faults.so: tests/tools/mmpt-faults.c
 	@mkdir -p $(TEST_TOOLS_DIR)
@@ -34,5 +35,18 @@ $(TEST_TOOLS_OBJS) $(TEST_TOOLS_LIB_OBJS): $(TEST_TOOLS_DIR)/%.o: tests/tools/%.
 $(TEST_TOOLS): $(TEST_TOOLS_DIR)/%: $(TEST_TOOLS_DIR)/%.o $(TEST_TOOLS_LIB_OBJS)
 	$(CC) $(TEST_TOOLS_CFLAGS) -o $@ $^
 
-integration-tests: $(BIN) $(TEST_TOOLS) $(TEST_TOOLS_DIR)/mmpt-faults.so
+# mmpt-drops: the tc tests' PAWS verdict (tc-lib.sh), a test-only BPF program and its skeleton.
+$(TEST_TOOLS_DIR)/drop_watch.bpf.o: tests/tools/bpf/drop_watch.bpf.c tests/tools/bpf/drop_watch.h vmlinux/vmlinux.h
+	@mkdir -p $(TEST_TOOLS_DIR)
+	$(CLANG) $(BPF_CFLAGS) -Itests/tools -c $< -o $@.tmp.o
+	$(BPFTOOL) gen object $@ $@.tmp.o || { rm -f $@ $@.tmp.o; false; }
+	@rm -f $@.tmp.o
+
+$(TEST_TOOLS_DIR)/drop_watch.skel.h: $(TEST_TOOLS_DIR)/drop_watch.bpf.o
+	$(BPFTOOL) gen skeleton $< name drop_watch_bpf > $@.tmp && mv $@.tmp $@
+
+$(TEST_TOOLS_DIR)/mmpt-drops: tests/tools/mmpt-drops.c $(TEST_TOOLS_DIR)/drop_watch.skel.h tests/tools/bpf/drop_watch.h $(TEST_TOOLS_LIB_OBJS)
+	$(CC) $(TEST_TOOLS_CFLAGS) $(LIBBPF_CFLAGS) -Itests/tools -I$(TEST_TOOLS_DIR) -o $@ $< $(TEST_TOOLS_LIB_OBJS) $(LIBBPF_LIBS)
+
+integration-tests: $(BIN) $(TEST_TOOLS) $(TEST_TOOLS_DIR)/mmpt-faults.so $(TEST_TOOLS_DIR)/mmpt-drops
 	MMP_BIN=$${MMP_BIN:-$(BIN)} MMP_TOOLS=$(TEST_TOOLS_DIR) bash tests/integration/run-all.sh $(INTEGRATION_FILES)

@@ -28,10 +28,10 @@
 #   - no stall: no receiver waited more than STALL_MS between two reads (the
 #     failure modes known from the prototypes are a 200 ms RTO after a lost
 #     segment and a 207 ms persist-timer stall after a missed window update);
-#   - no data segment dropped by PAWS (tc_paws_verdict: TcpExtPAWSEstab with
-#     a fast retransmit or an RTO in the proxy namespace, where every socket of the
-#     case lives; retransmits, RTOs, loss probes and window probes are
-#     printed).
+#   - no data segment dropped by PAWS (tc_paws_verdict: a segment with bytes
+#     its receiver lacked, seen by mmpt-drops, with a fast retransmit or an RTO
+#     in the proxy namespace, where every socket of the case lives;
+#     retransmits, RTOs, loss probes and window probes are printed).
 # Timing on 2 shared cores: when the load average exceeds the core count,
 # the timing FAILs say so; judge them against a run on a quiet machine.
 source "$(dirname "$0")/lib.sh"
@@ -68,6 +68,7 @@ handoff_case() {
 	held0=$(tc_counter "$MMP_PINDIR" zero_window_segments)
 	load0=$(loadavg)
 	tc_nstat "$TOPO_PROXY" NS0
+	tc_drop_watch_start "$TOPO_PROXY"
 	t0=$(date +%s%N)
 	tc_run_bidir "$TOPO_PROXY" "$out" -c "$listen" -l "$uplisten" -n "$n" --size "$SIZE" \
 		--rate "$RATE" --parallel "$PARALLEL" --net "$net" --port-base "$pbase" --timeout 10 \
@@ -76,6 +77,7 @@ handoff_case() {
 	tr1=$(tc_counter "$MMP_PINDIR" packets_translated)
 	held1=$(tc_counter "$MMP_PINDIR" zero_window_segments)
 	tc_nstat_delta "$TOPO_PROXY" NS0
+	tc_drop_watch_stop
 
 	# Bytes: every connection exact both ways.
 	ok=$(grep -c '^conn .* up [0-9]* ok down [0-9]* ok$' "$out")
@@ -112,7 +114,7 @@ handoff_case() {
 	# proxy namespace: its counters say why a receiver waited.
 	paws=$(tc_paws_verdict)
 	[[ -z $paws ]] || case_fail "$paws"
-	echo "# $T_ID $name: TCP counters in the proxy namespace: $NSTAT_STR"
+	echo "# $T_ID $name: TCP counters in the proxy namespace: $NSTAT_STR; ${DROP_WATCH:-}"
 	echo "# $T_ID $name: per-connection completion ms $(awk '/^conn / { for (i = 1; i < NF; i++) if ($i == "ms") print $(i + 1) }' "$out" | percentiles); longest read gap $worst ms, $over50 of $((2 * n)) receivers waited > 50 ms once"
 	case_note "$ok/$n exact, $OC_SPLICED spliced in the kernel, hand-off p50 $HO_P50 ms p99 $HO_P99 ms, longest gap ${worst:-?} ms, $((tr1 - tr0)) packets translated, $((held1 - held0)) zero-window segments, ${NSTAT_D[TcpRetransSegs]} retransmits, $ms ms"
 	mmp_stop

@@ -51,7 +51,7 @@ ECHO_CHECK=t20_check
 t20_check() {
 	((OC_SPLICED == N)) ||
 		case_fail "$OC_SPLICED of $N flows spliced in the kernel ($OC_ABORTED hand-offs aborted; first: $OC_FIRST_OTHER)"
-	echo "# $T_ID $ECHO_NAME: hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted before the staged one; $NSTAT_STR"
+	echo "# $T_ID $ECHO_NAME: hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted before the staged one; $NSTAT_STR; ${DROP_WATCH:-}"
 	case_note "$ECHO_OK/$N exact, $OC_SPLICED spliced in the kernel, hand-off p50 $HO_P50 ms max $HO_MAX ms, $OC_ABORTED attempts aborted, $ECHO_MS ms"
 }
 

@@ -207,20 +207,57 @@ tc_nstat_delta() {
 	NSTAT_STR="retransmits ${NSTAT_D[TcpRetransSegs]}, fast retransmits ${NSTAT_D[TcpExtTCPFastRetrans]}, RTOs ${NSTAT_D[TcpExtTCPTimeouts]}, loss probes ${NSTAT_D[TcpExtTCPLossProbes]}, PAWS drops ${NSTAT_D[TcpExtPAWSEstab]}, old acks dropped by PAWS ${NSTAT_D[TcpExtPAWSOldAck]}, acks skipped by PAWS ${NSTAT_D[TcpExtTCPACKSkippedPAWS]}, window probes ${NSTAT_D[TcpExtTCPWinProbe]}, zero-window drops ${NSTAT_D[TcpExtTCPZeroWindowDrop]}"
 }
 
-# tc_paws_verdict: after tc_nstat_delta, a failure reason when PAWS dropped
-# segments that cost data, else empty. What PAWS drops harmlessly are stale
-# pure ACKs: the second window update of a switch, landing after that peer's
-# own translated segment (docs/DESIGN.md §3b, step 7), printed only. A data
-# segment dropped for an old TSval leaves a hole that a fast retransmit or
-# an RTO fills, so PAWS drops with either fail. All retransmits are not the
-# test: flows that never pause send tail loss probes every few hand-offs
-# whatever PAWS does (t20: 100-150 a run with no PAWS drop at all), and a
-# probe that happens to resend a dropped tail costs no stall.
+# tc_drop_watch_start NS...: count, until tc_drop_watch_stop, what the kernel
+# drops in the namespaces NS (tests/tools/mmpt-drops): by reason, and what
+# PAWS drops by kind. The counters cannot tell a dropped copy or pure ACK
+# from dropped data the receiver lacked; the watcher sees each drop's
+# sequence range against the receiver's rcv_nxt. Without it (no kernel BTF,
+# or the tool failed) tc_paws_verdict falls back to the counters.
+tc_drop_watch_start() {
+	local ns paths=()
+	DROP_WATCH_LOG="$T_TMP/drop-watch-$$-$RANDOM.out"
+	for ns; do paths+=("/run/netns/$ns"); done
+	proc_start DROP_WATCH_PID "$DROP_WATCH_LOG" "$1" "$MMP_TOOLS/mmpt-drops" "${paths[@]}"
+	wait_grep "$DROP_WATCH_LOG" '^ready' 5
+}
+
+# tc_drop_watch_stop: stop the watcher. DROP_WATCH is its lines on one
+# ("paws ack N copy N new N; drops REASON=N...; lost REASON=N..."), or its error when it did
+# not run; PAWS_NEW the data segments PAWS dropped with bytes the receiver
+# lacked (empty when the watcher did not run).
+tc_drop_watch_stop() {
+	DROP_WATCH="" PAWS_NEW=""
+	[[ -n ${DROP_WATCH_PID:-} ]] || return 0
+	proc_stop "$DROP_WATCH_PID" 3
+	DROP_WATCH_PID=""
+	if grep -q '^paws ' "$DROP_WATCH_LOG"; then
+		PAWS_NEW=$(awk '/^paws / { print $7 }' "$DROP_WATCH_LOG")
+		DROP_WATCH=$(grep -E '^(paws|drops|lost) ' "$DROP_WATCH_LOG" | paste -sd';' | sed 's/;/; /g')
+	else
+		DROP_WATCH="no drop watcher, PAWS counters only: $(head -n 1 "$DROP_WATCH_LOG")"
+	fi
+}
+
+# tc_paws_verdict: after tc_nstat_delta (and tc_drop_watch_stop), a failure
+# reason when PAWS dropped segments that cost data, else empty. What PAWS
+# drops harmlessly are stale pure ACKs (the second window update of a
+# switch, landing after that peer's own translated segment: docs/DESIGN.md
+# §3b, step 7) and the carrier's copies of bytes the receiver already holds.
+# A data segment with bytes the receiver lacked, dropped for an old TSval,
+# leaves a hole that a fast retransmit or an RTO fills, so such drops with
+# either fail. All retransmits are not the test: flows that never pause send
+# tail loss probes every few hand-offs whatever PAWS does (t20: 100-150 a run
+# with no PAWS drop at all, and up to 5 fast retransmits), and a probe that
+# happens to resend a dropped tail costs no stall. With the watcher, only
+# drops of new data count; without it, every PAWS drop does.
 tc_paws_verdict() {
 	local paws=${NSTAT_D[TcpExtPAWSEstab]:-0} fast=${NSTAT_D[TcpExtTCPFastRetrans]:-0}
-	local rtos=${NSTAT_D[TcpExtTCPTimeouts]:-0}
+	local rtos=${NSTAT_D[TcpExtTCPTimeouts]:-0} what="segments"
+	if [[ -n ${PAWS_NEW:-} ]]; then
+		paws=$PAWS_NEW what="segments with bytes the receiver lacked"
+	fi
 	((paws > 0 && fast + rtos > 0)) || return 0
-	echo "$paws segments dropped by PAWS, with $fast fast retransmits and $rtos RTOs (translated timestamps too old)"
+	echo "$paws $what dropped by PAWS, with $fast fast retransmits and $rtos RTOs (translated timestamps too old${DROP_WATCH:+; $DROP_WATCH})"
 }
 
 # tc_run_bidir NS OUT ARGS...: run mmpt-bidir ARGS in NS, output in OUT, and
@@ -335,6 +372,8 @@ tc_echo_case() {
 	fi
 	ECHO_MARK=$(log_mark "$MMP_LOG")
 	tc_nstat "$TOPO_PROXY" NS0
+	# The client's namespace too: a remote load balancer lives there.
+	tc_drop_watch_start "$TOPO_PROXY" ${TOPO_CLIENT:+$(ip netns list | grep -qw "^$TOPO_CLIENT" && echo "$TOPO_CLIENT")}
 	t0=$(date +%s%N)
 	tc_bidir_start "$TOPO_PROXY" "$ECHO_OUT" -c "$listen" -l "$uplisten" -n "$ECHO_N" --parallel "$ECHO_N" \
 		--size "$ECHO_SIZE" --echo --net "$net" --port-base "$pbase" --timeout "$ECHO_TIMEOUT" --max-failures 2 "$@"
@@ -342,6 +381,7 @@ tc_echo_case() {
 	tc_bidir_wait
 	ECHO_MS=$((($(date +%s%N) - t0) / 1000000))
 	tc_nstat_delta "$TOPO_PROXY" NS0
+	tc_drop_watch_stop
 	tc_outcomes "$MMP_LOG" "$ECHO_MARK"
 	tc_handoff_stats "$MMP_LOG" "$ECHO_MARK"
 
@@ -361,9 +401,9 @@ tc_echo_case() {
 	# Loopback loses nothing: with ECHO_MAX_RTOS 0, an RTO is a segment the hand-off lost.
 	rtos=${NSTAT_D[TcpExtTCPTimeouts]:-0}
 	if ((ECHO_MAX_RTOS == 0 && rtos > 0)); then
-		case_fail "$rtos RTOs: a segment was lost on loopback, and a flow stalled for 200 ms or more ($NSTAT_STR)"
+		case_fail "$rtos RTOs: a segment was lost on loopback, and a flow stalled for 200 ms or more ($NSTAT_STR; $DROP_WATCH)"
 	elif ((rtos > ECHO_MAX_RTOS)); then
-		case_fail "$rtos RTOs (at most $ECHO_MAX_RTOS): segments were lost, and flows stalled for 200 ms or more ($NSTAT_STR)"
+		case_fail "$rtos RTOs (at most $ECHO_MAX_RTOS): segments were lost, and flows stalled for 200 ms or more ($NSTAT_STR; $DROP_WATCH)"
 	fi
 	mmp_stop
 	case_end
@@ -400,7 +440,12 @@ tc_echo_watch_stats() {
 tc_echo_check_carried() {
 	((${IN_KERNEL:-0} == ECHO_N)) || case_fail "stats --json: tcp.tc_flows ${IN_KERNEL:-?} of $ECHO_N while the streams ran"
 	((${CARRIED:-0} > 0)) || case_fail "stats --json: tcp.tc_carried ${CARRIED:-?}: no hand-off carried bytes, so the case tested nothing new"
-	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $ECHO_N in the kernel, $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR"
+	local k shot=""
+	# What the programs dropped on purpose (the watcher's tc_ingress), by cause, and what the carrier sent again.
+	for k in freeze_drops frozen_socket_acks_dropped carry_acks_dropped rsts_out_of_window_dropped tc_carry_resent tc_carry_fast_resent; do
+		shot+=" $k $(tc_counter "$MMP_PINDIR" "$k"),"
+	done
+	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $ECHO_N in the kernel, $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR; $DROP_WATCH; tc:${shot%,}"
 	case_note "$ECHO_OK/$ECHO_N exact, tc_flows $IN_KERNEL, carried $CARRIED, hand-off p50 $HO_P50 max $HO_MAX ms, $OC_ABORTED aborted, $ECHO_MS ms"
 }
 
