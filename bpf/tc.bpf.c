@@ -826,6 +826,50 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 	return deliver(skb, d);
 }
 
+/*
+ * A carried segment, on its way out (the carrier's raw socket sends it with
+ * the frozen socket's tuple, down: toward the load balancer). It carries
+ * the ack and window of the other peer's last translated segment as the
+ * carrier last read them (mmp_tc_carry.fwd_ack), up to a round of segments
+ * and a timer step ago. Meanwhile that peer's translated acks keep moving
+ * the receiver's snd_una, flat out by more than its max_window (t60: 0.4-1.2
+ * MB), and the receiver then drops the segment whole as too old
+ * (SKB_DROP_REASON_TCP_TOO_OLD_ACK): a hole, filled only by the carrier's
+ * 200 ms timer, while the other peer's bytes behind it wait out their own
+ * RTO. Here the segment takes the newest ack and window.
+ */
+static __always_inline void carried_ack_refresh(struct __sk_buff *skb, struct pkt *p, struct mmp_tc_flow *flow,
+						__u64 id, bool down)
+{
+	__u32 old_ack, new_ack, old_words[2], new_words[2], diff;
+	struct mmp_tc_carry *carry;
+	int k = down ? 1 : 0;
+
+	if (!(flow->carrying & (down ? MMP_TC_CARRY_DOWN : MMP_TC_CARRY_UP)) || !(p->old.h[13] & TH_ACK))
+		return;
+	carry = bpf_map_lookup_elem(&mmp_tc_carry, &id);
+	if (!carry)
+		return;
+	old_ack = rd32(&p->old.h[8]);
+	new_ack = carry->fwd_ack[k];
+	if ((__s32)(new_ack - old_ack) <= 0)
+		return;
+	/* Bytes 8..11: the ack; 12..15: data offset, flags, window. */
+	__builtin_memcpy(&p->new, &p->old, TCP_HLEN);
+	wr32(&p->new.h[8], new_ack);
+	p->new.h[14] = carry->fwd_win[k] >> 8;
+	p->new.h[15] = carry->fwd_win[k];
+	__builtin_memcpy(old_words, &p->old.h[8], 8);
+	__builtin_memcpy(new_words, &p->new.h[8], 8);
+	diff = csum_add32(csum_add32(~old_words[0], new_words[0]), csum_add32(~old_words[1], new_words[1]));
+	if (bpf_skb_store_bytes(skb, p->l4_off + 8, &p->new.h[8], 8, 0) ||
+	    bpf_l4_csum_replace(skb, p->l4_off + 16, 0, diff, 0)) {
+		count(MMP_TC_CNT_REDIRECT_FAILED);
+		return;
+	}
+	count(MMP_TC_CNT_CARRY_ACKS_REFRESHED);
+}
+
 #include "tc_icmp.h"
 
 static __always_inline int handle(struct __sk_buff *skb, bool ingress)
@@ -867,8 +911,12 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 		return TC_ACT_UNSPEC;
 
 	if (tv->role == MMP_TC_ROLE_HOLD_CONN1 || tv->role == MMP_TC_ROLE_HOLD_CONN2) {
-		if (flow->mode != MMP_TC_MODE_HOLD && flow->mode != MMP_TC_MODE_FREEZE)
+		if (flow->mode != MMP_TC_MODE_HOLD && flow->mode != MMP_TC_MODE_FREEZE) {
+			/* After the switch the frozen sockets send nothing: data here is carried. */
+			if (flow->carrying && p->payload)
+				carried_ack_refresh(skb, p, flow, tv->flow, tv->role == MMP_TC_ROLE_HOLD_CONN1);
 			return TC_ACT_OK;
+		}
 		/*
 		 * A frozen socket still runs its timers: a delayed ACK can leave it
 		 * after its state was read. Its ack and window are stale by then

@@ -1812,6 +1812,55 @@ static const struct rw_case cases[] = {
 		.carry_tsval = { 0x3000, 0 },
 		.carry_reset = 1,
 	},
+	/* ---- a carried segment on its way out: the newest ack and window ---- */
+	{
+		/*
+		 * The carrier's segment toward the load balancer (the frozen
+		 * socket's tuple) has the ack it last read, 0x5000; the upstream's
+		 * translated segments have acked up to 0x9000 since, with window
+		 * 0x40. Leaving with 0x5000, it could be too old for the load
+		 * balancer (SKB_DROP_REASON_TCP_TOO_OLD_ACK).
+		 */
+		.name = "carry: a carried segment to the load balancer leaves with the newest ack and window",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_DOWN,
+		.carry = { .end = { 0, 0x3000 }, .acked = { 0, 0x1000 }, .edge = { 0, 0x9000 }, .fwd_ack = { 0, 0x9000 },
+			   .fwd_win = { 0, 0x40 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_HOLD1, .seq = 0x1000, .ack = 0x5000, .flags = ACK | PSH, .win = 0x100,
+					   .payload = 100 },
+			  .out = { .seq = 0x1000, .ack = 0x9000, .win = 0x40 } },
+			/* Its pure ACKs (window updates, ack requests) are sent at a chosen ack: untouched. */
+			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 0x1000, .ack = 0x5000, .flags = ACK, .win = 0x100 } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_CARRY_ACKS_REFRESHED] = 1 },
+	},
+	{
+		/* The same toward the upstream (IPv6); an ack already newest, or a carry the other way, stays. */
+		.name = "carry: a carried segment to the upstream is refreshed, a newer or uncarried one is not",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .fwd_ack = { 0x7000, 0x9000 },
+			   .fwd_win = { 0x20, 0x40 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_HOLD2, .seq = 0x1000, .ack = 0x6000, .flags = ACK | PSH, .win = 0x100,
+					   .payload = 100 },
+			  .out = { .seq = 0x1000, .ack = 0x7000, .win = 0x20 } },
+			{ EXP_SAME, .in = { .tup = T_HOLD2, .seq = 0x1064, .ack = 0x7100, .flags = ACK | PSH, .win = 0x100,
+					    .payload = 100 } },
+			{ EXP_SAME, .in = { .tup = T_HOLD1, .seq = 0x1000, .ack = 0x5000, .flags = ACK | PSH, .win = 0x100,
+					    .payload = 100 } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_CARRY_ACKS_REFRESHED] = 1 },
+	},
 };
 
 /* ---------------------------------------------------------------------------
@@ -2041,6 +2090,7 @@ static const char *const counter_name[] = {
 	[MMP_TC_CNT_CARRY_ACKS_CLAMPED] = "carry_acks_clamped",
 	[MMP_TC_CNT_CARRY_ACKS_DROPPED] = "carry_acks_dropped",
 	[MMP_TC_CNT_CARRY_TSVAL_RAISED] = "carry_tsvals_raised",
+	[MMP_TC_CNT_CARRY_ACKS_REFRESHED] = "carry_acks_refreshed",
 };
 
 /* The current case's skeleton: destroyed by the teardown, even after a failure. */

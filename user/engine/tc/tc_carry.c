@@ -349,6 +349,22 @@ static bool carrier_done(const struct mmp_tc_carrier *cr)
 	return cr->dir[0].acked >= cr->dir[0].len && cr->dir[1].acked >= cr->dir[1].len;
 }
 
+/*
+ * Every byte carried was acked: the frozen sockets' tuples, on which the
+ * carried segments went (the switch kept them, tc_handoff.c), go now. Not
+ * when the flow ended: a newer flow may own them by then.
+ */
+static void forget_carried_tuples(struct mmp_tc_worker *w, const struct mmp_tc_carrier *cr)
+{
+	for (int k = 0; k < 2; k++) {
+		const struct mmp_tc_tuple *t = &cr->dir[k].hdr.tuple;
+		struct mmp_tc_tuple_val tv;
+
+		if (bpf_map_lookup_elem(w->tc->tuples_fd, t, &tv) == 0 && tv.flow == cr->flow)
+			bpf_map_delete_elem(w->tc->tuples_fd, t);
+	}
+}
+
 /* A receiver that acks nothing for TC_CARRY_GIVE_UP_MS: its flow cannot go on, remove it. */
 static void abandon(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr)
 {
@@ -375,6 +391,7 @@ static bool step(struct mmp_tc_worker *w, struct mmp_tc_carrier *cr, uint64_t no
 		return true; /* the flow ended: collected, or reset */
 	if (carrier_done(cr)) {
 		bpf_map_delete_elem(w->tc->carry_fd, &cr->flow);
+		forget_carried_tuples(w, cr);
 		return true;
 	}
 	for (int k = 0; k < 2; k++) {

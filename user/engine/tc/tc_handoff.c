@@ -531,9 +531,16 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return;
 	}
-	/* The proxy's own tuples are gone with its sockets; the window updates reuse them. */
-	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN1]);
-	bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN2]);
+	/*
+	 * The proxy's own tuples are gone with its sockets; the window updates
+	 * reuse them. Carried segments are sent on them too, and while there
+	 * are any the programs refresh their acks on the way out: the carrier
+	 * forgets the tuples when it is done (tc_carry.c).
+	 */
+	if (!flow.carrying) {
+		bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN1]);
+		bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN2]);
+	}
 	if (reset_during_switch(loop, c, &flow, &f1, &f2, &ft)) {
 		mmp_tc_carrier_free(cr);
 		return;
