@@ -224,14 +224,16 @@ tc_drop_watch_start() {
 # tc_drop_watch_stop: stop the watcher. DROP_WATCH is its lines on one
 # ("paws ack N copy N new N; drops REASON=N...; lost REASON=N..."), or its error when it did
 # not run; PAWS_NEW the data segments PAWS dropped with bytes the receiver
-# lacked (empty when the watcher did not run).
+# lacked, DROP_LOST every segment dropped with such bytes, whatever the
+# reason (both empty when the watcher did not run).
 tc_drop_watch_stop() {
-	DROP_WATCH="" PAWS_NEW=""
+	DROP_WATCH="" PAWS_NEW="" DROP_LOST=""
 	[[ -n ${DROP_WATCH_PID:-} ]] || return 0
 	proc_stop "$DROP_WATCH_PID" 3
 	DROP_WATCH_PID=""
 	if grep -q '^paws ' "$DROP_WATCH_LOG"; then
 		PAWS_NEW=$(awk '/^paws / { print $7 }' "$DROP_WATCH_LOG")
+		DROP_LOST=$(awk -F'[ =]' '/^lost / { for (i = 3; i <= NF; i += 2) n += $i } END { print n + 0 }' "$DROP_WATCH_LOG")
 		DROP_WATCH=$(grep -E '^(paws|drops|lost) ' "$DROP_WATCH_LOG" | paste -sd';' | sed 's/;/; /g')
 	else
 		DROP_WATCH="no drop watcher, PAWS counters only: $(head -n 1 "$DROP_WATCH_LOG")"
@@ -337,7 +339,10 @@ tc_bidir_wait() {
 #   - with ECHO_WITHIN_S set, every flow in the kernel within ECHO_WITHIN_S s
 #     of its start: MMP_TC_HANDOFF_DELAY plus the longest hand-off;
 #   - no data segment dropped by PAWS (tc_paws_verdict);
-#   - at most ECHO_MAX_RTOS (default 0) RTOs in the proxy namespace.
+#   - at most ECHO_MAX_RTOS (default 0) RTOs in the proxy namespace;
+#   - with ECHO_NO_LOSS=1, no segment dropped with bytes its receiver lacked
+#     (mmpt-drops' "lost": a link that loses nothing loses no data, so each
+#     one is a segment the hand-off or the carry made unacceptable).
 # Hooks, the names of the test's own functions (empty: none):
 #   ECHO_WHILE  called once the streams run (BIDIR_PID), to read something
 #               meanwhile; the streams are waited for after it returns;
@@ -350,6 +355,7 @@ tc_bidir_wait() {
 # proxy log's size at the start) are set for the hooks too.
 ECHO_TIMEOUT=60
 ECHO_MAX_RTOS=0
+ECHO_NO_LOSS=0
 ECHO_WITHIN_S=""
 ECHO_WHILE=""
 ECHO_CHECK=""
@@ -398,6 +404,9 @@ tc_echo_case() {
 	fi
 	paws=$(tc_paws_verdict)
 	[[ -z $paws ]] || case_fail "$paws"
+	if ((ECHO_NO_LOSS)) && [[ -n $DROP_LOST ]] && ((DROP_LOST > 0)); then
+		case_fail "$DROP_LOST segments with bytes their receiver lacked were dropped ($DROP_WATCH)"
+	fi
 	# Loopback loses nothing: with ECHO_MAX_RTOS 0, an RTO is a segment the hand-off lost.
 	rtos=${NSTAT_D[TcpExtTCPTimeouts]:-0}
 	if ((ECHO_MAX_RTOS == 0 && rtos > 0)); then
@@ -442,7 +451,7 @@ tc_echo_check_carried() {
 	((${CARRIED:-0} > 0)) || case_fail "stats --json: tcp.tc_carried ${CARRIED:-?}: no hand-off carried bytes, so the case tested nothing new"
 	local k shot=""
 	# What the programs dropped on purpose (the watcher's tc_ingress), by cause, and what the carrier sent again.
-	for k in freeze_drops frozen_socket_acks_dropped carry_acks_dropped rsts_out_of_window_dropped tc_carry_resent tc_carry_fast_resent; do
+	for k in freeze_drops frozen_socket_acks_dropped carry_acks_dropped rsts_out_of_window_dropped carry_acks_refreshed tc_carry_resent tc_carry_fast_resent; do
 		shot+=" $k $(tc_counter "$MMP_PINDIR" "$k"),"
 	done
 	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $ECHO_N in the kernel, $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR; $DROP_WATCH; tc:${shot%,}"
