@@ -827,16 +827,16 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 }
 
 /*
- * A carried segment, on its way out (the carrier's raw socket sends it with
- * the frozen socket's tuple, down: toward the load balancer). It carries
- * the ack and window of the other peer's last translated segment as the
- * carrier last read them (mmp_tc_carry.fwd_ack), up to a round of segments
- * and a timer step ago. Meanwhile that peer's translated acks keep moving
- * the receiver's snd_una, flat out by more than its max_window (t60: 0.4-1.2
- * MB), and the receiver then drops the segment whole as too old
- * (SKB_DROP_REASON_TCP_TOO_OLD_ACK): a hole, filled only by the carrier's
- * 200 ms timer, while the other peer's bytes behind it wait out their own
- * RTO. Here the segment takes the newest ack and window.
+ * A carried segment, on its way out: the carrier's raw socket sends it on
+ * the frozen socket's tuple (down, toward the load balancer, on conn1's;
+ * up on conn2's). It carries the ack and window of the other peer's last
+ * translated segment as the carrier last read them (mmp_tc_carry.fwd_ack),
+ * up to a round of segments and a timer step ago. Meanwhile that peer's
+ * translated acks keep moving the receiver's snd_una, flat out by more than
+ * its max_window (t60: 0.4-1.2 MB), and the receiver then drops the segment
+ * whole as too old (SKB_DROP_REASON_TCP_TOO_OLD_ACK): a hole, filled only by
+ * the carrier's 200 ms timer, while the other peer's bytes behind it wait
+ * out their own RTO. Here the segment takes the newest ack and window.
  */
 static __always_inline void carried_ack_refresh(struct __sk_buff *skb, struct pkt *p, struct mmp_tc_flow *flow,
 						__u64 id, bool down)

@@ -222,10 +222,10 @@ tc_drop_watch_start() {
 }
 
 # tc_drop_watch_stop: stop the watcher. DROP_WATCH is its lines on one
-# ("paws ack N copy N new N; drops REASON=N...; lost REASON=N..."), or its error when it did
-# not run; PAWS_NEW the data segments PAWS dropped with bytes the receiver
-# lacked, DROP_LOST every segment dropped with such bytes, whatever the
-# reason (both empty when the watcher did not run).
+# ("paws ack N copy N new N; drops REASON=N...; lost REASON=N..."), or its
+# error when it did not run; PAWS_NEW the data segments PAWS dropped with
+# bytes the receiver lacked, DROP_LOST every segment dropped with such
+# bytes, whatever the reason (both empty when the watcher did not run).
 tc_drop_watch_stop() {
 	DROP_WATCH="" PAWS_NEW="" DROP_LOST=""
 	[[ -n ${DROP_WATCH_PID:-} ]] || return 0
@@ -378,8 +378,12 @@ tc_echo_case() {
 	fi
 	ECHO_MARK=$(log_mark "$MMP_LOG")
 	tc_nstat "$TOPO_PROXY" NS0
-	# The client's namespace too: a remote load balancer lives there.
-	tc_drop_watch_start "$TOPO_PROXY" ${TOPO_CLIENT:+$(ip netns list | grep -qw "^$TOPO_CLIENT" && echo "$TOPO_CLIENT")}
+	# The client's namespace too, where there is one: a remote load balancer lives there.
+	if [[ -n ${TOPO_CLIENT:-} && -e /run/netns/$TOPO_CLIENT ]]; then
+		tc_drop_watch_start "$TOPO_PROXY" "$TOPO_CLIENT"
+	else
+		tc_drop_watch_start "$TOPO_PROXY"
+	fi
 	t0=$(date +%s%N)
 	tc_bidir_start "$TOPO_PROXY" "$ECHO_OUT" -c "$listen" -l "$uplisten" -n "$ECHO_N" --parallel "$ECHO_N" \
 		--size "$ECHO_SIZE" --echo --net "$net" --port-base "$pbase" --timeout "$ECHO_TIMEOUT" --max-failures 2 "$@"
