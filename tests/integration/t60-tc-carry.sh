@@ -34,9 +34,9 @@
 #   than its receiver's snd_una by more than a window was dropped whole, in
 #   most cases before its ack was refreshed on the way out, docs/DESIGN.md
 #   §3b); and at most T60_MAX_RTOS (1) RTO over lo, or T60_MAX_RTOS_REMOTE
-#   (4) with the remote load balancer. Since the refresh: 0 in 20 local cases
-#   and 1 in 8 with a busy loop on one of the 2 CPUs; remote 0-2 a case, from
-#   another cause not yet traced (before: 0-3 a case, local and remote).
+#   (4) with the remote load balancer. Since the refresh: 0 in 22 local cases
+#   and 1 in 12 with a busy loop on one of the 2 CPUs; remote 0-2 a case, from
+#   another cause not yet traced (before: 0-2 a case, local and remote).
 #   3 an upstream that never reads: the hand-off must not carry bytes its
 #     window cannot take (nothing would ever deliver them), so the flow stays
 #     on splice, byte-exact for what the upstream accepted, and nothing is
