@@ -67,13 +67,25 @@ all: $(BIN)
 $(BUILD) $(BUILD)/user:
 	@mkdir -p $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
+# The two steps of every BPF program, the test-only ones too
+# (tests/integration/integration.mk). $(call bpf_object,EXTRA_CFLAGS):
+# clang, then bpftool gen object, which links and strips the object.
+# $(call bpf_skeleton,NAME): the skeleton, whose struct is NAME_bpf.
+define bpf_object
+	$(CLANG) $(BPF_CFLAGS) $(1) -c $< -o $@.tmp.o
 	$(BPFTOOL) gen object $@ $@.tmp.o || { rm -f $@ $@.tmp.o; false; }
 	@rm -f $@.tmp.o
+endef
+
+define bpf_skeleton
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$(1))_bpf > $@.tmp && mv $@.tmp $@
+endef
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
+	$(call bpf_object,)
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+	$(call bpf_skeleton,$*)
 
 $(BUILD)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/user
 	@mkdir -p $(@D)

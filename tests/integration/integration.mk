@@ -38,12 +38,10 @@ $(TEST_TOOLS): $(TEST_TOOLS_DIR)/%: $(TEST_TOOLS_DIR)/%.o $(TEST_TOOLS_LIB_OBJS)
 # mmpt-drops: the tc tests' PAWS verdict (tc-lib.sh), a test-only BPF program and its skeleton.
 $(TEST_TOOLS_DIR)/drop_watch.bpf.o: tests/tools/bpf/drop_watch.bpf.c tests/tools/bpf/drop_watch.h vmlinux/vmlinux.h
 	@mkdir -p $(TEST_TOOLS_DIR)
-	$(CLANG) $(BPF_CFLAGS) -Itests/tools -c $< -o $@.tmp.o
-	$(BPFTOOL) gen object $@ $@.tmp.o || { rm -f $@ $@.tmp.o; false; }
-	@rm -f $@.tmp.o
+	$(call bpf_object,-Itests/tools)
 
 $(TEST_TOOLS_DIR)/drop_watch.skel.h: $(TEST_TOOLS_DIR)/drop_watch.bpf.o
-	$(BPFTOOL) gen skeleton $< name drop_watch_bpf > $@.tmp && mv $@.tmp $@
+	$(call bpf_skeleton,drop_watch)
 
 $(TEST_TOOLS_DIR)/mmpt-drops: tests/tools/mmpt-drops.c $(TEST_TOOLS_DIR)/drop_watch.skel.h tests/tools/bpf/drop_watch.h $(TEST_TOOLS_LIB_OBJS)
 	$(CC) $(TEST_TOOLS_CFLAGS) $(LIBBPF_CFLAGS) -Itests/tools -I$(TEST_TOOLS_DIR) -o $@ $< $(TEST_TOOLS_LIB_OBJS) $(LIBBPF_LIBS)
