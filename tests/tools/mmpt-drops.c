@@ -37,21 +37,25 @@
 #include "bpf/drop_watch.h"
 #include "drop_watch.skel.h"
 
-/* Prints reason's name from the kernel's BTF, or its number. */
-static void print_reason(const struct btf *btf, __u32 reason)
+/* The kernel's enum skb_drop_reason in its BTF, for the reasons' names: NULL without it. */
+static const struct btf_type *drop_reason_enum(const struct btf *btf)
+{
+	__s32 id = btf ? btf__find_by_name_kind(btf, "skb_drop_reason", BTF_KIND_ENUM) : -1;
+
+	return id > 0 ? btf__type_by_id(btf, id) : NULL;
+}
+
+/* Prints reason's name from t (drop_reason_enum), or its number. */
+static void print_reason(const struct btf *btf, const struct btf_type *t, __u32 reason)
 {
 	static const char prefix[] = "SKB_DROP_REASON_";
 	const struct btf_enum *e;
-	const struct btf_type *t;
 	const char *name;
-	__s32 id;
 
 	if (reason == DROP_REASON_SUBSYS_SLOT) {
 		printf(" subsystem");
 		return;
 	}
-	id = btf ? btf__find_by_name_kind(btf, "skb_drop_reason", BTF_KIND_ENUM) : -1;
-	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	for (int i = 0; t && i < btf_vlen(t); i++) {
 		e = btf_enum(t) + i;
 		if ((__u32)e->val != reason)
@@ -97,6 +101,7 @@ static void kernel_function_range(const char *name, __u64 *lo, __u64 *hi)
 /* "LABEL REASON=N..." over a map of counts by reason, or "LABEL none". */
 static void print_by_reason(const struct btf *btf, const char *label, const struct bpf_map *map)
 {
+	const struct btf_type *reasons = drop_reason_enum(btf);
 	int fd = bpf_map__fd(map);
 	bool any = false;
 	__u64 n;
@@ -105,7 +110,7 @@ static void print_by_reason(const struct btf *btf, const char *label, const stru
 	for (__u32 r = 0; r < DROP_REASON_SLOTS; r++) {
 		if (bpf_map_lookup_elem(fd, &r, &n) || !n)
 			continue;
-		print_reason(btf, r);
+		print_reason(btf, reasons, r);
 		printf("=%llu", (unsigned long long)n);
 		any = true;
 	}
