@@ -428,8 +428,23 @@ mmp_stop() {
 		MMP_LIFECYCLE_ERRS+=("proxy #$MMP_STARTS exited $PROC_STATUS on SIGTERM")
 	fi
 	if [[ -n $(find "$MMP_PINDIR" -mindepth 1 2>/dev/null) ]]; then
-		MMP_LIFECYCLE_ERRS+=("proxy #$MMP_STARTS left pins: $(find "$MMP_PINDIR" -mindepth 1 | head -3 | tr '\n' ' ')")
+		MMP_LIFECYCLE_ERRS+=("proxy #$MMP_STARTS left pins: $(find "$MMP_PINDIR" -mindepth 1 | head -3 | tr '\n' ' ')$(mmp_kept_flows "$MMP_PINDIR")")
 	fi
+}
+
+# mmp_kept_flows PINDIR: why a tc instance kept its pins, for the lifecycle's
+# FAIL: the flows it judged alive, with the state that judged them (a flow
+# ends on both FINs or an RST, include/mmp_tc.h), and its last words.
+mmp_kept_flows() {
+	[[ -e $1/mmp_tc_flows ]] || return 0
+	printf '; flows kept: %s' "$(bpftool -j map dump pinned "$1/mmp_tc_flows" 2>/dev/null | jq -r --arg now "$(awk '{print $1}' /proc/uptime)" '
+		[.[].formatted.value | "mode \(.mode) carrying \(.carrying) fin \(.st.fin) rst \(.st.rst) packets \(.st.packets) snd_nxt \(.st.snd_nxt) rcv_wnd \(.st.rcv_wnd) idle \((($now | tonumber) - .st.last_seen_ns / 1e9) | floor) s"] | join("; ")' 2>/dev/null)"
+	printf '; log: %s' "$(grep -v libbpf "$MMP_LOG" | grep -e 'tc engine' -e aborted | tail -n 3 | tr '\n' ' ')"
+	# The endpoints' sockets, with their timers: a FIN or a probe still resent, or nothing left.
+	local ns
+	for ns in "${TOPO_PROXY:-}" "${TOPO_CLIENT:-}"; do
+		[[ -n $ns ]] && printf '; sockets in %s: %s' "$ns" "$(ip netns exec "$ns" ss -tnoH state all exclude listening 2>/dev/null | head -8 | tr -s ' \n' '  ')"
+	done
 }
 
 # case_lifecycle: the last case of every file, over all the proxies it ran.
