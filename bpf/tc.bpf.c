@@ -639,9 +639,9 @@ const volatile __u32 mmp_tc_upstream_mark = 0;
  * recorded for that sender; while below the carry's end, the ack the other
  * peer sees is raised to what that peer was already acked (anything lower
  * is an old ACK to it: ignored at best, the segment dropped once beyond its
- * max_window), and the window shrinks by the carried bytes still unacked.
- * A raised pure ACK that opens no more window than the last one is a
- * duplicate ACK to the other peer: dropped (docs/DESIGN.md §3b).
+ * max_window), and its window is 0. A raised pure ACK that opens no more
+ * window than the last one is a duplicate ACK to the other peer: dropped
+ * (docs/DESIGN.md §3b).
  */
 static __always_inline int carry_clamp(struct mmp_tc_flow *flow, struct mmp_tc_carry *c, int k, struct pkt *p,
 				       const struct mmp_tc_dir *d, __u8 flags, __u32 *ack)
@@ -674,9 +674,16 @@ static __always_inline int carry_clamp(struct mmp_tc_flow *flow, struct mmp_tc_c
 	count(MMP_TC_CNT_CARRY_ACKS_CLAMPED);
 	if (flags & (TH_SYN | TH_RST))
 		return CARRY_PASS;
-	win = (wnd > gap ? wnd - gap : 0) >> (d->wscale_out & 15);
-	if (win > 65535)
-		win = 65535;
+	/*
+	 * Window 0 until the carry is acked, as the switch's window update
+	 * said (tc_handoff.c): a byte the other peer sent beyond the carry
+	 * could not be acked before the whole carry is, and timed out (RTO)
+	 * whenever the carry took longer than that peer's RTO (3 of the 4 RTOs
+	 * traced in t60's remote case). At window 0 it has nothing in flight
+	 * to time out; the ack that covers the carry opens the window (DESIGN
+	 * §3b, "Window 0 behind a carry").
+	 */
+	win = 0;
 	p->new.h[14] = win >> 8;
 	p->new.h[15] = win;
 	if (p->payload == 0 && !(flags & TH_FIN) && win <= c->win_sent[k]) {

@@ -1651,8 +1651,9 @@ static const struct rw_case cases[] = {
 		/*
 		 * Bytes carried to the upstream (end 0x3000): the upstream's data
 		 * segment acks 0x1000 and holds two blocks beyond. Its ack goes
-		 * out raised to the carry's end, its window less the 0x2000
-		 * unacked, and the carrier learns the blocks.
+		 * out raised to the carry's end, its window 0 while 0x2000 are
+		 * unacked (the load balancer sends nothing to time out behind
+		 * the carry), and the carrier learns the blocks.
 		 */
 		.name = "carry: the receiver's SACK blocks are recorded, its ack raised",
 		.family = 4,
@@ -1665,7 +1666,7 @@ static const struct rw_case cases[] = {
 			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x500, .ack = 0x1000, .flags = ACK | PSH, .win = 0x100,
 					   .opts = "NNTNNS", .tsval = 0x77, .tsecr = 0x2000, .nsack = 2,
 					   .sack = { 0x2000, 0x2800, 0x1800, 0x1c00 }, .payload = 10 },
-			  .out = { .seq = 0x500, .ack = 0x3000, .win = 0xc0, .tsval = 0x77, .tsecr = 0x2000,
+			  .out = { .seq = 0x500, .ack = 0x3000, .win = 0, .tsval = 0x77, .tsecr = 0x2000,
 				   .sack = { 0x2000, 0x2800, 0x1800, 0x1c00 } } },
 		},
 		.check_carry = true,

@@ -424,14 +424,6 @@ static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, 
 	return why;
 }
 
-/* What the receiver's window leaves beyond the carried bytes, which end at end. */
-static uint32_t room_after(const struct mmp_tc_frozen *f, uint32_t end)
-{
-	int32_t room = (int32_t)(f->snd_una + f->win.snd_wnd - end);
-
-	return room > 0 ? (uint32_t)room : 0;
-}
-
 /* Back to the live sockets after a failed freeze; leaving repair mode sends a window probe. */
 static void unfreeze(struct mmp_loop *loop, struct mmp_conn *c, const char *why, bool again)
 {
@@ -489,8 +481,14 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	}
 	end2 = f2.snd_una + cr->dir[0].len;
 	end1 = f1.snd_una + cr->dir[1].len;
-	room[0] = room_after(&f2, end2);
-	room[1] = room_after(&f1, end1);
+	/*
+	 * The window each peer may send into: its receiver's, or 0 while bytes
+	 * of its own are carried to that receiver, until they are all acked
+	 * (carry_clamp in bpf/tc.bpf.c keeps it there; docs/DESIGN.md §3b,
+	 * "Window 0 behind a carry").
+	 */
+	room[0] = cr->dir[0].len ? 0 : f2.win.snd_wnd;
+	room[1] = cr->dir[1].len ? 0 : f1.win.snd_wnd;
 	build_flow(&flow, &ft, &f1, &f2, end1, end2);
 	mmp_tc_set_paths(tc, c, &flow);
 	flow.carrying = (cr->dir[0].len ? MMP_TC_CARRY_UP : 0) | (cr->dir[1].len ? MMP_TC_CARRY_DOWN : 0);

@@ -14,8 +14,8 @@
 
 /*
  * The peers sat on a zero window: tell each the real window of the far end,
- * less what is carried to it (room), in its own scale, with an in-window pure
- * ACK at the socket's snd_nxt. Client first.
+ * or 0 while bytes are carried to it (room), in its own scale, with an
+ * in-window pure ACK at the socket's snd_nxt. Client first.
  */
 void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flow, const struct mmp_tc_frozen *f1,
 				const struct mmp_tc_frozen *f2, const uint32_t room[2])

@@ -18,8 +18,9 @@ struct mmp_tc_frozen;
 void mmp_tc_announce_window(struct mmp_tc *tc, struct mmp_conn *c, bool to_lb, bool to_upstream, bool zero);
 void mmp_tc_ask_for_acks(struct mmp_tc *tc, struct mmp_conn *c);
 /*
- * room[0]: what the upstream's window leaves beyond the bytes carried to it,
- * told the load balancer; room[1]: the load balancer's, told the upstream.
+ * room[0]: the upstream's window, told the load balancer, or 0 while bytes
+ * are carried to the upstream; room[1]: the load balancer's, told the
+ * upstream, or 0 while bytes are carried to the load balancer.
  */
 void mmp_tc_send_window_updates(struct mmp_tc *tc, const struct mmp_tc_flow *flow, const struct mmp_tc_frozen *f1,
 				const struct mmp_tc_frozen *f2, const uint32_t room[2]);
