@@ -554,22 +554,24 @@ static __always_inline bool acceptable(const struct mmp_tc_stats *st, int dir, _
 }
 
 /*
- * Does this segment acknowledge only what the other direction's sender really
- * sent (RFC 5961 §5)? ack, translated into that sender's space, must lie in
- * [snd_nxt - (wnd + 64 KiB), snd_nxt] of the other direction, wnd being what
- * this segment's sender last advertised: a receiver that never shrinks its
- * window (Linux does not) has at most that much unacknowledged in flight to
- * it; the 64 KiB take reordered ACKs and the window's scaling rounding. A
- * segment without ACK is dropped by an established endpoint: not acceptable
- * either (docs/DESIGN.md §3c, "ACK acceptability").
+ * Does this segment acknowledge only what the other direction's sender could
+ * have sent (RFC 5961 §5)? ack, translated into that sender's space, must lie
+ * where acceptable() takes a seq of the other direction: [snd_nxt - (wnd +
+ * 64 KiB), snd_nxt + wnd], wnd being what this segment's sender last
+ * advertised. Below: a receiver that never shrinks its window (Linux does
+ * not) has at most that much unacknowledged in flight to it; the 64 KiB take
+ * reordered ACKs and the window's scaling rounding. Above: bytes the other
+ * sender sent that were not counted here (two CPUs updating snd_nxt at once
+ * may lose one update), which it could only send into that window; the ACK
+ * then brings snd_nxt up to them (update_stats). A segment without ACK is
+ * dropped by an established endpoint: not acceptable either (docs/DESIGN.md
+ * §3c, "ACK acceptability").
  */
 static __always_inline bool ack_acceptable(const struct mmp_tc_stats *st, int dir, __u8 flags, __u32 ack)
 {
-	int other = (dir ^ 1) & 1;
-
 	if (!(flags & TH_ACK))
 		return false;
-	return st->snd_nxt[other] - ack <= st->rcv_wnd[other] + 65536;
+	return acceptable(st, dir ^ 1, ack);
 }
 
 /*
@@ -589,7 +591,8 @@ static __always_inline bool ack_acceptable(const struct mmp_tc_stats *st, int di
 static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struct pkt *p, __u8 flags, __u32 ack,
 					 const struct mmp_tc_dir *d, bool reset)
 {
-	__u32 seq = rd32(&p->old.h[4]), end;
+	__u32 seq = rd32(&p->old.h[4]), end, win;
+	int other = (dir ^ 1) & 1;
 
 	st->packets[dir & 1] += 1;
 	st->bytes[dir & 1] += p->payload;
@@ -603,8 +606,27 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 		st->snd_nxt[dir & 1] = end;
 	if (flags & TH_FIN)
 		st->fin[dir & 1] = 1;
-	/* This sender's receive window: what the other direction's segments may use. */
-	st->rcv_wnd[(dir ^ 1) & 1] = ((__u32)p->old.h[14] << 8 | p->old.h[15]) << (d->wscale_in & 15);
+	/*
+	 * The other direction's bytes up to ack reached this sender: count them
+	 * if they were not. Without this one lost update left snd_nxt behind
+	 * for good: this sender's ACKs were beyond it, so none of its segments
+	 * was acceptable again, nor, once they acked its bytes, the other's;
+	 * neither FIN was recorded and the flow outlived its endpoints
+	 * (docs/DESIGN.md §3c, "The state heals from ACKs").
+	 */
+	if ((__s32)(ack - st->snd_nxt[other]) > 0) {
+		st->snd_nxt[other] = ack;
+		count(MMP_TC_CNT_SND_NXT_RAISED_BY_ACK);
+	}
+	/*
+	 * This sender's receive window: what the other direction's segments may
+	 * use. It shrinks only from a segment that acks every byte counted: a
+	 * reordered older segment would otherwise put back the smaller window
+	 * of an older ack.
+	 */
+	win = ((__u32)p->old.h[14] << 8 | p->old.h[15]) << (d->wscale_in & 15);
+	if (win > st->rcv_wnd[other] || ack == st->snd_nxt[other])
+		st->rcv_wnd[other] = win;
 }
 
 /* Send a rewritten packet on the way of its direction: this path, into lo, or out to the load balancer. */

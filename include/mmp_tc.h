@@ -252,7 +252,8 @@ struct mmp_tc_sock_query {
 	X(CARRY_ACKS_CLAMPED, "carry_acks_clamped", "ACKs raised while a hand-off's carried bytes were unacked") \
 	X(CARRY_ACKS_DROPPED, "carry_acks_dropped", "raised pure ACKs that opened no window: dropped (they would read as duplicate ACKs)") \
 	X(CARRY_TSVAL_RAISED, "carry_tsvals_raised", "carried segments' TSval raised to a receiver's newer ts_recent (PAWS would drop them)") \
-	X(CARRY_ACKS_REFRESHED, "carry_acks_refreshed", "carried segments whose ack was raised to the newest on their way out (too old, they would be dropped)")
+	X(CARRY_ACKS_REFRESHED, "carry_acks_refreshed", "carried segments whose ack was raised to the newest on their way out (too old, they would be dropped)") \
+	X(SND_NXT_RAISED_BY_ACK, "snd_nxt_raised_by_ack", "acceptable segments that acked bytes of the other direction not counted yet, which brought its snd_nxt up to them")
 
 enum mmp_tc_counter {
 #define MMP_TC_X_ENUM(id, name, help) MMP_TC_CNT_##id,

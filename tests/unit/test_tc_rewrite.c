@@ -705,7 +705,8 @@ static const struct rw_case cases[] = {
 		.check_stats = true,
 		.st = { .packets = { 1, 0 }, .bytes = { 200, 0 } },
 		.check_cnt = true,
-		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1 },
+		/* The fixture's windows are wide open from snd_nxt 0: its ACK counts U's bytes up to it. */
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1, [MMP_TC_CNT_SND_NXT_RAISED_BY_ACK] = 1 },
 	},
 	{
 		.name = "SPLICE up: seq and ack wrap across 2^32",
@@ -1395,9 +1396,9 @@ static const struct rw_case cases[] = {
 					   .tsval = 12345 },
 			  .out = { .seq = 0xdead000a, .win = 64240, .tsval = 12345 + 0x1000 } },
 			/* The flow goes on. */
-			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x5000, .ack = 0x6000, .flags = ACK | PSH, .win = 8,
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x5000, .ack = 0x6000 - 20, .flags = ACK | PSH, .win = 8,
 					   .payload = 10 },
-			  .out = { .seq = 0x500a, .ack = 0x6014, .win = 1 } },
+			  .out = { .seq = 0x500a, .ack = 0x6000, .win = 1 } },
 		},
 		.check_stats = true,
 		.st = { .packets = { 2, 0 }, .bytes = { 10, 0 } },
@@ -1466,10 +1467,14 @@ static const struct rw_case cases[] = {
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1100, .ack = 0x80000000, .flags = ACK | PSH, .win = 100,
 					   .payload = 0x500 },
 			  .out = { .seq = 0x1200, .ack = 0x7ffffd00, .win = 100 } },
-			/* ACK one byte beyond U's snd_nxt, or older than the window allows: not acceptable either. */
-			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2301, .flags = ACK | PSH, .win = 100,
+			/*
+			 * ACK one byte beyond what U could send into L's window
+			 * (0x2000 + 0x10000), or older than the window allows:
+			 * not acceptable either.
+			 */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x12301, .flags = ACK | PSH, .win = 100,
 					   .payload = 0x600 },
-			  .out = { .seq = 0x1100, .ack = 0x2001, .win = 100 } },
+			  .out = { .seq = 0x1100, .ack = 0x12001, .win = 100 } },
 			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2300 - 0x20001, .flags = ACK | PSH,
 					   .win = 100, .payload = 0x600 },
 			  .out = { .seq = 0x1100, .ack = 0x2000 - 0x20001, .win = 100 } },
@@ -1542,6 +1547,39 @@ static const struct rw_case cases[] = {
 		.check_tuples = true,
 		.tuples_left = 0xf,
 	},
+	{
+		/*
+		 * U's bytes 0x2000-0x2800 reached L without being counted (two
+		 * CPUs updated snd_nxt at once and one update was lost). L's ACK
+		 * of them lies within what U could send into L's window: it
+		 * brings U's snd_nxt up to them, and U's FIN, which acks L's
+		 * bytes, is then acceptable and recorded. Before, L's ACK was
+		 * beyond U's snd_nxt and U's FIN beyond L's: neither direction
+		 * moved again, and the flow never ended.
+		 */
+		.name = "a lost update heals: an ACK of bytes not counted raises snd_nxt, the FINs are recorded",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = (uint32_t)-0x300, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = (uint32_t)-0x100, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1000, .ack = 0x2b00, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x100 },
+			  .out = { .seq = 0x1100, .ack = 0x2800, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2800, .ack = 0x1200, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x2b00, .ack = 0x1100, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x1100, .ack = 0x2b01, .flags = ACK | FIN, .win = 100 },
+			  .out = { .seq = 0x1200, .ack = 0x2801, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 2, 1 }, .bytes = { 0x100, 0 }, .fin = { 1, 1 }, .check_nxt = true,
+			.nxt = { 0x1101, 0x2801 }, .wnd = { 100 << 7, 100 << 7 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 3, [MMP_TC_CNT_SND_NXT_RAISED_BY_ACK] = 1 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
 
 	/* ---- interface ---- */
 	{
@@ -1562,7 +1600,8 @@ static const struct rw_case cases[] = {
 		.check_stats = true,
 		.st = { .packets = { 0, 1 } },
 		.check_cnt = true,
-		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1, [MMP_TC_CNT_WRONG_IFACE] = 3 },
+		/* Wide open windows from snd_nxt 0 (the fixture's): the ACK counts L's bytes up to it. */
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 1, [MMP_TC_CNT_WRONG_IFACE] = 3, [MMP_TC_CNT_SND_NXT_RAISED_BY_ACK] = 1 },
 		.check_tuples = true,
 		.tuples_left = 0xf,
 	},
@@ -2092,6 +2131,7 @@ static const char *const counter_name[] = {
 	[MMP_TC_CNT_CARRY_ACKS_DROPPED] = "carry_acks_dropped",
 	[MMP_TC_CNT_CARRY_TSVAL_RAISED] = "carry_tsvals_raised",
 	[MMP_TC_CNT_CARRY_ACKS_REFRESHED] = "carry_acks_refreshed",
+	[MMP_TC_CNT_SND_NXT_RAISED_BY_ACK] = "snd_nxt_raised_by_ack",
 };
 
 /* The current case's skeleton: destroyed by the teardown, even after a failure. */
