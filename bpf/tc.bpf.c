@@ -661,14 +661,14 @@ const volatile __u32 mmp_tc_upstream_mark = 0;
  * recorded for that sender; while below the carry's end, the ack the other
  * peer sees is raised to what that peer was already acked (anything lower
  * is an old ACK to it: ignored at best, the segment dropped once beyond its
- * max_window), and its window is 0. A raised pure ACK that opens no more
- * window than the last one is a duplicate ACK to the other peer: dropped
- * (docs/DESIGN.md §3b).
+ * max_window), and its window is 0. A raised pure ACK, which then opens no
+ * window, is a duplicate ACK to the other peer: dropped (docs/DESIGN.md
+ * §3b).
  */
 static __always_inline int carry_clamp(struct mmp_tc_flow *flow, struct mmp_tc_carry *c, int k, struct pkt *p,
 				       const struct mmp_tc_dir *d, __u8 flags, __u32 *ack)
 {
-	__u32 raw = rd32(&p->old.h[8]), gap, wnd, win, edge;
+	__u32 raw = rd32(&p->old.h[8]), gap, wnd, edge;
 	__u32 bit = k ? MMP_TC_CARRY_DOWN : MMP_TC_CARRY_UP;
 
 	k &= 1;
@@ -705,14 +705,12 @@ static __always_inline int carry_clamp(struct mmp_tc_flow *flow, struct mmp_tc_c
 	 * to time out; the ack that covers the carry opens the window (DESIGN
 	 * §3b, "Window 0 behind a carry").
 	 */
-	win = 0;
-	p->new.h[14] = win >> 8;
-	p->new.h[15] = win;
-	if (p->payload == 0 && !(flags & TH_FIN) && win <= c->win_sent[k]) {
+	p->new.h[14] = 0;
+	p->new.h[15] = 0;
+	if (p->payload == 0 && !(flags & TH_FIN)) {
 		count(MMP_TC_CNT_CARRY_ACKS_DROPPED);
 		return CARRY_DROP;
 	}
-	c->win_sent[k] = win;
 	return CARRY_PASS;
 }
 

@@ -140,9 +140,9 @@ struct mmp_tc_flow {
  * 1: to the load balancer) and the new peer's segments are translated to
  * land after them. Until the receiver acks `end` (in its own sequence
  * space, i.e. the ack field of its segments as they arrive), the ack the
- * other peer sees is raised to what it was already acked, the window shrinks
- * by what is still unacked, and a raised pure ACK that opens no window is
- * dropped (it would read as a duplicate ACK).
+ * other peer sees is raised to what it was already acked, its window is 0,
+ * and a raised pure ACK, which opens no window, is dropped (it would read as
+ * a duplicate ACK).
  */
 #define MMP_TC_CARRY_UP 1u /* [0]: bytes to the upstream, acked by its segments (role DOWN) */
 #define MMP_TC_CARRY_DOWN 2u /* [1]: bytes to the load balancer, acked by its segments (role UP) */
@@ -155,7 +155,6 @@ struct mmp_tc_carry {
 	/* Written by the programs: what userspace's sender paces and retransmits by. */
 	__u32 acked[2]; /* the receiver's highest ack seen */
 	__u32 edge[2]; /* its highest ack + window: the sender may send below it */
-	__u32 win_sent[2]; /* the last window forwarded in a clamped ACK (the sender's scale) */
 	__u32 seen[2]; /* the receiver's segments: one that answers with a closed window is alive */
 	/*
 	 * The carried segments' TSval. A pure ACK of the other peer's sent

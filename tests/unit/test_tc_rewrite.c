@@ -1725,7 +1725,7 @@ static const struct rw_case cases[] = {
 		.up = DIR_TS_SACK,
 		.down = DIR_TS_SACK,
 		.carrying = MMP_TC_CARRY_UP,
-		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .win_sent = { 0xffff, 0 },
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 },
 			   .tsval = { 0x3000, 0 } },
 		.steps = {
 			{ EXP_SHOT, .ret = TC_ACT_SHOT,
@@ -1746,7 +1746,7 @@ static const struct rw_case cases[] = {
 		.up = DIR_TS_SACK,
 		.down = DIR_TS_SACK,
 		.carrying = MMP_TC_CARRY_UP,
-		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .win_sent = { 0xffff, 0 },
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 },
 			   .tsval = { 0x3000, 0 }, .sack_n = { 1, 0 }, .sack = { { 0x2000, 0x2800 } } },
 		.steps = {
 			{ EXP_SHOT, .ret = TC_ACT_SHOT,
@@ -1790,7 +1790,7 @@ static const struct rw_case cases[] = {
 		.up = DIR_TS_SACK,
 		.down = DIR_TS_SACK,
 		.carrying = MMP_TC_CARRY_UP,
-		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .win_sent = { 0xffff, 0 },
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 },
 			   .tsval = { 0x1800, 0 } },
 		.steps = {
 			{ EXP_SHOT, .ret = TC_ACT_SHOT,

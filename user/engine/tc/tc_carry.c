@@ -142,8 +142,8 @@ static uint32_t lo_segment_max(const struct mmp_tc_dir *d, const struct mmp_tc_f
 
 /*
  * The carried bytes' segments: in the frozen socket's name, as it would
- * have sent them (its ack and clock, the window of the far end less what is
- * carried there), in the receiver's MSS, or lo's for a receiver on lo: small
+ * have sent them (its ack and clock, the window of the far end, or 0 while
+ * bytes are carried there too), in the receiver's MSS, or lo's for a receiver on lo: small
  * segments cost a receiver about twice their payload in buffer, and 1-2 MB
  * in a remote load balancer's MSS stalled upstreams on lo (docs/DESIGN.md §3b).
  */
@@ -187,14 +187,12 @@ int mmp_tc_carry_prepare(struct mmp_conn *c, const struct mmp_tc_frozen *f1, con
 
 /* The carry's entry in mmp_tc_carry: the receivers' ack that covers it all, and where they stand now. */
 int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp_tc_carrier *cr,
-			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2, const uint32_t room[2])
+			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2)
 {
 	struct mmp_tc_carry e = {
 		.end = { f2->snd_una + cr->dir[0].len, f1->snd_una + cr->dir[1].len },
 		.acked = { f2->snd_una, f1->snd_una },
 		.edge = { f2->snd_una + f2->win.snd_wnd, f1->snd_una + f1->win.snd_wnd },
-		/* The windows the switch's updates announce: a clamped pure ACK must open more to pass. */
-		.win_sent = { room[0] >> mmp_tc_wscale(&f1->ti, false), room[1] >> mmp_tc_wscale(&f2->ti, false) },
 		.tsval = { cr->dir[0].hdr.tsval, cr->dir[1].hdr.tsval },
 		.fwd_ack = { cr->dir[0].hdr.ack, cr->dir[1].hdr.ack },
 		.fwd_win = { cr->dir[0].hdr.window, cr->dir[1].hdr.window },

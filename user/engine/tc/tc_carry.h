@@ -126,8 +126,8 @@ int mmp_tc_carry_prepare(struct mmp_conn *c, const struct mmp_tc_frozen *f1, con
 			 const struct mmp_tc_carry_plan *cp, struct mmp_tc_carrier **out);
 /*
  * The carried bytes' segments of one direction d: in the frozen socket f's
- * name, as it would have sent them (its ack and clock, window: what the far
- * end's window leaves beyond the carry), in f's MSS, or as large as lo takes
+ * name, as it would have sent them (its ack and clock, window: the far end's,
+ * or 0 while bytes are carried there too), in f's MSS, or as large as lo takes
  * for a receiver on lo (on_lo); with mark (-m, toward the upstream) as the
  * upstream socket's own segments left.
  */
@@ -135,7 +135,7 @@ void mmp_tc_carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir 
 			   uint32_t window, bool on_lo, uint32_t mark);
 /* The carry's entry in mmp_tc_carry: the receivers' ack that covers it all, and where they stand now. 0 or -errno. */
 int mmp_tc_carry_publish(struct mmp_tc *tc, struct mmp_conn *c, const struct mmp_tc_carrier *cr,
-			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2, const uint32_t room[2]);
+			 const struct mmp_tc_frozen *f1, const struct mmp_tc_frozen *f2);
 
 /*
  * Read direction k's bytes at the switch, in their order: the send queue of

@@ -502,7 +502,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	st->snd_nxt[1] = f2.rcv_nxt;
 	st->rcv_wnd[0] = f2.win.snd_wnd;
 	st->rcv_wnd[1] = f1.win.snd_wnd;
-	if (flow.carrying && (err = mmp_tc_carry_publish(tc, c, cr, &f1, &f2, room))) {
+	if (flow.carrying && (err = mmp_tc_carry_publish(tc, c, cr, &f1, &f2))) {
 		mmp_tc_carrier_free(cr);
 		snprintf(why, sizeof(why), "the carry's entry could not be written: %s", strerror(-err));
 		unfreeze(loop, c, why, true);
