@@ -602,8 +602,10 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 	if ((flags & (TH_SYN | TH_RST)) || !acceptable(st, dir, seq) || !ack_acceptable(st, dir, flags, ack))
 		return;
 	end = seq + p->payload + (flags & TH_FIN ? 1 : 0);
-	if ((__s32)(end - st->snd_nxt[dir & 1]) > 0)
+	if ((__s32)(end - st->snd_nxt[dir & 1]) > 0) {
 		st->snd_nxt[dir & 1] = end;
+		st->acked_all[other] = 0;
+	}
 	if (flags & TH_FIN)
 		st->fin[dir & 1] = 1;
 	/*
@@ -618,6 +620,8 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 		st->snd_nxt[other] = ack;
 		count(MMP_TC_CNT_SND_NXT_RAISED_BY_ACK);
 	}
+	if (flags & TH_ACK)
+		st->acked_all[dir & 1] = ack == st->snd_nxt[other];
 	/*
 	 * This sender's receive window: what the other direction's segments may
 	 * use. It shrinks only from a segment that acks every byte counted: a
@@ -627,6 +631,31 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 	win = ((__u32)p->old.h[14] << 8 | p->old.h[15]) << (d->wscale_in & 15);
 	if (win > st->rcv_wnd[other] || ack == st->snd_nxt[other])
 		st->rcv_wnd[other] = win;
+}
+
+/*
+ * A window probe that acks new bytes goes at its receiver's next seq. A
+ * sender whose window is 0 and who has nothing in flight probes with a pure
+ * ACK one byte below what its receiver expects (RFC 9293 §3.8.6.1), which
+ * the receiver answers and drops whole, its ack with it. When the probe
+ * leaves while an ACK of the sender's is delayed, its kernel counts that
+ * ACK as sent: the receiver's bytes were then acked only by the probe, and
+ * waited for their RTO (t60: a one-unit window filled by the upstream, acked
+ * by nothing else; docs/DESIGN.md §3c, "Window probes that carry an ACK").
+ * Only a probe whose ack covers bytes not acked before is moved: the next
+ * probe, with the same ack, stays a probe and gets the receiver's window.
+ */
+static __always_inline void probe_ack_deliver(const struct mmp_tc_stats *st, int dir, struct pkt *p, __u8 flags,
+					      __u32 ack, const struct mmp_tc_dir *d)
+{
+	__u32 nxt = st->snd_nxt[dir & 1];
+
+	if (p->payload || flags != TH_ACK || rd32(&p->old.h[4]) != nxt - 1)
+		return;
+	if (ack != st->snd_nxt[(dir ^ 1) & 1] || st->acked_all[dir & 1])
+		return;
+	wr32(&p->new.h[4], nxt + d->seq_delta);
+	count(MMP_TC_CNT_PROBE_ACKS_DELIVERED);
 }
 
 /* Send a rewritten packet on the way of its direction: this path, into lo, or out to the load balancer. */
@@ -819,6 +848,8 @@ static __always_inline int translate(struct __sk_buff *skb, struct pkt *p, struc
 				carry->reset = 1;
 		}
 	}
+	if (!behind)
+		probe_ack_deliver(st, dir, p, flags, ack, d);
 	if (opts) {
 		int tsecr_known = 0;
 

@@ -103,7 +103,14 @@ struct mmp_tc_stats {
 	__u32 rcv_wnd[2]; /* bytes the receiver of each direction last advertised (U for up, L for down) */
 	__u8 fin[2]; /* an acceptable FIN seen from L (up) / from U (down) */
 	__u8 rst; /* an RST at exactly snd_nxt: the flow ended */
-	__u8 pad[5];
+	/*
+	 * The last acceptable segment from L (up) / from U (down) acked every
+	 * byte counted of the other direction; cleared when the other sends
+	 * more. A window probe whose ack is then new is moved (bpf/tc.bpf.c,
+	 * probe_ack_deliver). In the padding: an older instance's flows read 0.
+	 */
+	__u8 acked_all[2];
+	__u8 pad[3];
 };
 
 /* Both sides sent a FIN, or one reset: nothing but stray segments can follow. */
@@ -252,7 +259,8 @@ struct mmp_tc_sock_query {
 	X(CARRY_ACKS_DROPPED, "carry_acks_dropped", "raised pure ACKs that opened no window: dropped (they would read as duplicate ACKs)") \
 	X(CARRY_TSVAL_RAISED, "carry_tsvals_raised", "carried segments' TSval raised to a receiver's newer ts_recent (PAWS would drop them)") \
 	X(CARRY_ACKS_REFRESHED, "carry_acks_refreshed", "carried segments whose ack was raised to the newest on their way out (too old, they would be dropped)") \
-	X(SND_NXT_RAISED_BY_ACK, "snd_nxt_raised_by_ack", "acceptable segments that acked bytes of the other direction not counted yet, which brought its snd_nxt up to them")
+	X(SND_NXT_RAISED_BY_ACK, "snd_nxt_raised_by_ack", "acceptable segments that acked bytes of the other direction not counted yet, which brought its snd_nxt up to them") \
+	X(PROBE_ACKS_DELIVERED, "probe_acks_delivered", "window probes that acked new bytes: sent at their receiver's next seq, where it takes the ACK")
 
 enum mmp_tc_counter {
 #define MMP_TC_X_ENUM(id, name, help) MMP_TC_CNT_##id,

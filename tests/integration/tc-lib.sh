@@ -455,7 +455,7 @@ tc_echo_check_carried() {
 	((${CARRIED:-0} > 0)) || case_fail "stats --json: tcp.tc_carried ${CARRIED:-?}: no hand-off carried bytes, so the case tested nothing new"
 	local k shot=""
 	# What the programs dropped on purpose (the watcher's tc_ingress), by cause, and what the carrier sent again.
-	for k in freeze_drops frozen_socket_acks_dropped carry_acks_dropped rsts_out_of_window_dropped carry_acks_refreshed snd_nxt_raised_by_ack tc_carry_resent tc_carry_fast_resent; do
+	for k in freeze_drops frozen_socket_acks_dropped carry_acks_dropped rsts_out_of_window_dropped carry_acks_refreshed snd_nxt_raised_by_ack probe_acks_delivered tc_carry_resent tc_carry_fast_resent; do
 		shot+=" $k $(tc_counter "$MMP_PINDIR" "$k"),"
 	done
 	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $ECHO_N in the kernel, $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR; $DROP_WATCH; tc:${shot%,}"

@@ -1581,6 +1581,54 @@ static const struct rw_case cases[] = {
 		.tuples_left = 0xf,
 	},
 
+	{
+		/*
+		 * docs/DESIGN.md §3c, "Window probes that carry an ACK". L's
+		 * window probe (seq one below U's next) that acks U's new bytes
+		 * goes at U's next seq, where U takes the ACK; its repeat, with
+		 * the same ack, stays a probe, and so does a probe that acks only
+		 * part of what U sent (as a pure ACK at U's next seq it would be
+		 * a duplicate ACK).
+		 */
+		.name = "a window probe that acks new bytes goes at the receiver's next seq; its repeat stays a probe",
+		.family = 4,
+		.mode = MODE_SPLICE,
+		.up = { .seq_delta = 0x100, .ack_delta = (uint32_t)-0x300, .wsin = 7, .wsout = 7 },
+		.down = { .seq_delta = 0x300, .ack_delta = (uint32_t)-0x100, .wsin = 7, .wsout = 7 },
+		.rx = { .set = true, .nxt = { 0x1000, 0x2000 }, .wnd = { 0x10000, 0x10000 } },
+		.steps = {
+			/* U sends 0x400 bytes, which fill L's window. */
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2000, .ack = 0x1100, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x400 },
+			  .out = { .seq = 0x2300, .ack = 0x1000, .win = 100 } },
+			/* L, at window 0, probes and acks them: moved to seq 0x1000 (+0x100). */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x0fff, .ack = 0x2700, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x1100, .ack = 0x2400, .win = 100 } },
+			/* The next probe acks nothing new: a probe still. */
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x0fff, .ack = 0x2700, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x10ff, .ack = 0x2400, .win = 100 } },
+			/* U sends more, L's probe acks it: moved again. */
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2400, .ack = 0x1100, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x100 },
+			  .out = { .seq = 0x2700, .ack = 0x1000, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x0fff, .ack = 0x2800, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x1100, .ack = 0x2500, .win = 100 } },
+			/* U sends more, L's probe acks only part of it: a probe still. */
+			{ EXP_SEG, .in = { .tup = T_DOWN, .seq = 0x2500, .ack = 0x1100, .flags = ACK | PSH, .win = 100,
+					   .payload = 0x100 },
+			  .out = { .seq = 0x2800, .ack = 0x1000, .win = 100 } },
+			{ EXP_SEG, .in = { .tup = T_UP, .seq = 0x0fff, .ack = 0x2800, .flags = ACK, .win = 100 },
+			  .out = { .seq = 0x10ff, .ack = 0x2500, .win = 100 } },
+		},
+		.check_stats = true,
+		.st = { .packets = { 4, 3 }, .bytes = { 0, 0x600 }, .check_nxt = true, .nxt = { 0x1000, 0x2600 },
+			.wnd = { 100 << 7, 100 << 7 } },
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_TRANSLATED] = 7, [MMP_TC_CNT_PROBE_ACKS_DELIVERED] = 2 },
+		.check_tuples = true,
+		.tuples_left = 0xf,
+	},
+
 	/* ---- interface ---- */
 	{
 		.name = "a flow's tuple on another interface than the flow's: untouched, in SPLICE and FREEZE",
