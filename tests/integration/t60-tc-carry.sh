@@ -34,10 +34,11 @@
 #   than its receiver's snd_una by more than a window was dropped whole, in
 #   most cases before its ack was refreshed on the way out, docs/DESIGN.md
 #   §3b); and at most T60_MAX_RTOS (2) RTOs over lo, or T60_MAX_RTOS_REMOTE
-#   (4) with the remote load balancer. Since the refresh: 0 in 22 local cases
-#   here and 1 in 12 with a busy loop on one of the 2 CPUs, but 2 in one case
-#   of a CI run; remote 0-2 a case (docs/DESIGN.md §3b: windows of one scale
-#   unit beyond an unacked carry).
+#   (4) with the remote load balancer. Since window probes that ack new
+#   bytes are moved (docs/DESIGN.md §3c, "Window probes that carry an
+#   ACK"): 0 in 20 local cases here, against 14 in 22 before; remote 0-5 a
+#   case, the same probe on the proxy's own socket before the switch, which
+#   no program sees (docs/benchmarks.md).
 #   3 an upstream that never reads: the hand-off must not carry bytes its
 #     window cannot take (nothing would ever deliver them), so the flow stays
 #     on splice, byte-exact for what the upstream accepted, and nothing is
