@@ -593,6 +593,7 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 {
 	__u32 seq = rd32(&p->old.h[4]), end, win;
 	int other = (dir ^ 1) & 1;
+	bool acks_all;
 
 	st->packets[dir & 1] += 1;
 	st->bytes[dir & 1] += p->payload;
@@ -620,8 +621,9 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 		st->snd_nxt[other] = ack;
 		count(MMP_TC_CNT_SND_NXT_RAISED_BY_ACK);
 	}
-	if (flags & TH_ACK)
-		st->acked_all[dir & 1] = ack == st->snd_nxt[other];
+	/* Every segment here has an ACK (ack_acceptable). */
+	acks_all = ack == st->snd_nxt[other];
+	st->acked_all[dir & 1] = acks_all;
 	/*
 	 * This sender's receive window: what the other direction's segments may
 	 * use. It shrinks only from a segment that acks every byte counted: a
@@ -629,7 +631,7 @@ static __always_inline void update_stats(struct mmp_tc_stats *st, int dir, struc
 	 * of an older ack.
 	 */
 	win = ((__u32)p->old.h[14] << 8 | p->old.h[15]) << (d->wscale_in & 15);
-	if (win > st->rcv_wnd[other] || ack == st->snd_nxt[other])
+	if (win > st->rcv_wnd[other] || acks_all)
 		st->rcv_wnd[other] = win;
 }
 

@@ -143,9 +143,10 @@ static uint32_t lo_segment_max(const struct mmp_tc_dir *d, const struct mmp_tc_f
 /*
  * The carried bytes' segments: in the frozen socket's name, as it would
  * have sent them (its ack and clock, the window of the far end, or 0 while
- * bytes are carried there too), in the receiver's MSS, or lo's for a receiver on lo: small
- * segments cost a receiver about twice their payload in buffer, and 1-2 MB
- * in a remote load balancer's MSS stalled upstreams on lo (docs/DESIGN.md §3b).
+ * bytes are carried there too), in the receiver's MSS, or lo's for a
+ * receiver on lo: small segments cost a receiver about twice their payload
+ * in buffer, and 1-2 MB in a remote load balancer's MSS stalled upstreams on
+ * lo (docs/DESIGN.md §3b).
  */
 void mmp_tc_carrier_header(struct mmp_tc_carry_dir *cd, const struct mmp_tc_dir *d, const struct mmp_tc_frozen *f,
 			   uint32_t window, bool on_lo, uint32_t mark)
