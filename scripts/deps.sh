@@ -14,6 +14,8 @@ PACKAGES=(
 	make gcc clang llvm pkg-config libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
 	linux-libc-dev libcmocka-dev libclang-rt-14-dev libsystemd-dev libmicrohttpd-dev
 	libcap-ng-dev
+	# the test tools hash their streams with libcrypto (tests/tools/mmpt_common.c)
+	libssl-dev
 	# run and test
 	iproute2 util-linux procps psmisc coreutils libcap2-bin haproxy nginx-light libnginx-mod-stream
 	python3 socat jq xdp-tools prometheus python3-prometheus-client ethtool

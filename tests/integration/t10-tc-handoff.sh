@@ -44,9 +44,9 @@ N4=${T10_CONNS:-200}
 N6=${T10_CONNS6:-50}
 SIZE=${T10_SIZE:-2M}
 # Bytes/s per direction: 2 MiB take >= 62 ms. mmpt-bidir hashes every byte
-# twice (sender and receiver) in one thread at about 200 MB/s: faster, or
-# more connections at once, and its own CPU time shows up as "gaps" and as
-# loss probes on lo, with any engine.
+# twice (sender and receiver) in one thread (libcrypto, about 1.8 GB/s): far
+# faster, or far more connections at once, and its own CPU time shows up as
+# "gaps" and as loss probes on lo, with any engine.
 RATE=${T10_RATE:-32M}
 PARALLEL=1
 HANDOFF_P99_MS=50

@@ -137,7 +137,7 @@ check_case 4 "$BACK4"
 check_case 6 "[$BACK6]"
 
 ECHO_N=${T61_CONNS:-10}
-ECHO_SIZE=8M
+ECHO_SIZE=32M # flat out, 8M streams could end before their hand-off
 ECHO_TIMEOUT=60
 ECHO_MAX_RTOS=${T61_MAX_RTOS:-1}
 ECHO_WITHIN_S=1 # MMP_TC_HANDOFF_DELAY plus the longest hand-off

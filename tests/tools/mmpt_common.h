@@ -2,8 +2,7 @@
 /*
  * Code shared by the integration-test tools (tests/tools/mmpt-*.c),
  * implemented in mmpt_common.c, which is compiled once and linked into each
- * tool (no extra library: sha256 is implemented there instead of pulling in
- * libssl).
+ * tool. SHA-256 comes from libcrypto (libssl-dev, scripts/deps.sh).
  *
  * Contents: SHA-256, the deterministic byte stream, ip:port parsing and
  * printing, PROXY v1/v2 header builders, C-escape decoding, small utilities,
@@ -16,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <openssl/evp.h>
 
 /* ---------------------------------------------------------------- utils -- */
 
@@ -44,16 +44,15 @@ uint64_t parse_size(const char *s);
 /* -------------------------------------------------------------- sha256 -- */
 
 struct sha256 {
-	uint32_t h[8];
-	uint64_t len;
-	uint8_t buf[64];
-	size_t n;
+	EVP_MD_CTX *ctx; /* libcrypto's digest state: copy it with sha256_copy, not by assignment */
 };
 
 void sha256_init(struct sha256 *c);
 void sha256_update(struct sha256 *c, const void *data, size_t len);
-/* Finish and write the digest as 64 lowercase hex characters + NUL. */
+void sha256_copy(struct sha256 *dst, const struct sha256 *src);
+/* Finish (once) and write the digest as 64 lowercase hex characters + NUL. */
 void sha256_hex(struct sha256 *c, char out[65]);
+void sha256_free(struct sha256 *c);
 
 /* ------------------------------------------------- deterministic stream -- */
 
