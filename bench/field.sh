@@ -212,6 +212,7 @@ run_one() {
 		cmd=(tcpkali "${conns[@]}" -T "${DURATION}s" -e1 "PROXY TCP4 198.18.$((RUN / 250)).$((RUN % 250 + 1)) 127.0.0.1 \\{connection.uid} $up\\r\\n"
 			-em 'PING\r\n' "${rate[@]}" "$target")
 		echo "${cmd[*]}" >"$TMP/cmd"
+		[[ -n $ATTACH && $cfg != none ]] && attach_start "$load-${cfg//\//-}-$round"
 		# 1,000 connections need more than the usual 1,024 open files.
 		(ulimit -n "$(ulimit -Hn)"; exec nsenter --net="/run/netns/$NS" "${cmd[@]}") >"$TMP/out" 2>&1 &
 		local kpid=$!
@@ -226,6 +227,7 @@ print(",".join("\"%s\":%s" % (k, json.dumps(t.get(v))) for k, v in
     (("tc_flows_1s", "tc_flows"), ("tc_carried_1s", "tc_carried"), ("tc_aborted_1s", "tc_aborted"))))' "$TMP/stats.json")"
 		fi
 		wait $kpid || log "  tcpkali failed: $(tail -2 "$TMP/out")"
+		[[ -n $APID ]] && attach_stop
 		# "Aggregate bandwidth: 4512.3↓, 4512.4↑ Mbps": both ways, Mbit/s
 		value=$(sed -n 's/^Aggregate bandwidth: *\([0-9.]*\)↓, *\([0-9.]*\)↑ Mbps.*/\1 \2/p' "$TMP/out" |
 			awk '{print $1 + $2}')
