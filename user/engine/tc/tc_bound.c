@@ -28,19 +28,33 @@
  */
 static void set_bounds(int fd, int clamp, int rcvbuf, int sndbuf)
 {
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	/*
+	 * SO_RCVBUF caps what it sets at net.core.rmem_max (2 x 4 MiB here),
+	 * but autotuning grows the buffer up to tcp_rmem's maximum (32 MiB
+	 * here): a flat-out flow's buffer was cut from over 9 MB to 8 MiB
+	 * under a window advertised larger, and its in-window segments were
+	 * dropped for want of memory (PROTO_MEM; t20: 1-4 a case, then RTOs
+	 * and 2 s stalls in 2 of 6 runs). SO_RCVBUFFORCE has no cap; it needs
+	 * CAP_NET_ADMIN, which the tc engine has (TCP_REPAIR needs it too).
+	 */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 }
 
-/* Lock the receive buffer at its size now: SO_RCVBUF takes half what the kernel reports and doubles it. */
-static int rcvbuf_now(int fd)
+/*
+ * What to pass to lock the receive buffer at no less than `at_least` and no
+ * less than its size now (SO_RCVBUF takes half what the kernel reports, and
+ * doubles it).
+ */
+static int rcvbuf_now(int fd, int at_least)
 {
 	int v = 0;
 	socklen_t len = sizeof(v);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) || v < 2 * TC_WAIT_WINDOW)
-		return TC_WAIT_WINDOW;
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) || v / 2 < at_least)
+		return at_least;
 	return v / 2;
 }
 
@@ -48,23 +62,24 @@ void mmp_tc_bound_queues(struct mmp_conn *c)
 {
 	if (T(c)->bounded)
 		return;
-	set_bounds(c->client.fd, TC_WAIT_WINDOW, rcvbuf_now(c->client.fd), TC_WAIT_SNDBUF);
-	set_bounds(c->upstream.fd, TC_WAIT_WINDOW, rcvbuf_now(c->upstream.fd), TC_WAIT_SNDBUF);
+	set_bounds(c->client.fd, TC_WAIT_WINDOW, rcvbuf_now(c->client.fd, TC_WAIT_WINDOW), TC_WAIT_SNDBUF);
+	set_bounds(c->upstream.fd, TC_WAIT_WINDOW, rcvbuf_now(c->upstream.fd, TC_WAIT_WINDOW), TC_WAIT_SNDBUF);
 	T(c)->bounded = true;
 	T(c)->small_by_ms = mmp_now_ms() + TC_WAIT_SMALL_MAX_MS;
 }
 
 /*
- * A flow that stays on splice gets its window and large buffers back. The
- * lock cannot be undone, so autotuning stays off for it: the kernel caps the
- * size at net.core.rmem_max / wmem_max.
+ * A flow that stays on splice gets its window and large buffers back, its
+ * receive buffer never smaller than it is (what it holds may be larger than
+ * TC_SPLICE_BUF). The lock cannot be undone, so autotuning stays off for it;
+ * the send buffer is capped at net.core.wmem_max.
  */
 void mmp_tc_unbound_queues(struct mmp_conn *c)
 {
 	if (!T(c)->bounded)
 		return;
-	set_bounds(c->client.fd, TC_UNCLAMPED_WINDOW, TC_SPLICE_BUF, TC_SPLICE_BUF);
-	set_bounds(c->upstream.fd, TC_UNCLAMPED_WINDOW, TC_SPLICE_BUF, TC_SPLICE_BUF);
+	set_bounds(c->client.fd, TC_UNCLAMPED_WINDOW, rcvbuf_now(c->client.fd, TC_SPLICE_BUF), TC_SPLICE_BUF);
+	set_bounds(c->upstream.fd, TC_UNCLAMPED_WINDOW, rcvbuf_now(c->upstream.fd, TC_SPLICE_BUF), TC_SPLICE_BUF);
 	T(c)->bounded = false;
 }
 
