@@ -87,7 +87,7 @@ limits_case() {
 	t0=$(date +%s%N)
 	sysctl -qw fs.pipe-user-pages-soft="$soft" fs.pipe-user-pages-hard="$hard"
 	tc_run_bidir "$TOPO_PROXY" "$out" -c "127.0.0.1:$PROXY_PORT" -l "127.0.0.1:$UP_PORT" -n "$N" --parallel "$N" \
-		--size "$SIZE" --echo --net 203.0.113. --port-base "$pbase" --timeout 30
+		--size "$SIZE" ${RATE:+--rate "$RATE"} --echo --net 203.0.113. --port-base "$pbase" --timeout 30
 	limits_restore
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	sleep 1.2 # one publication of the counters
@@ -163,8 +163,12 @@ limits_case "2 fs.pipe-user-pages-hard=1 (pipe2 fails with ENFILE): $N echo stre
 
 if [[ $MMP_ENGINE == tc ]]; then
 	# The hand-off put off until the flows copy without pipes (each moves
-	# 128 KiB by recv/send first, then asks for its pipe).
-	MMP_TC_HANDOFF_DELAY=300 MMP_VERBOSITY=2 HANDOFF_CHECK=1 limits_case \
+	# 128 KiB by recv/send first, then asks for its pipe). At 2 MB/s a
+	# direction, the pace the tool's old hand-written hash set: flat out,
+	# 4M flows ended about 430 ms in, most before their hand-off, and with
+	# 16M (T55_RATE_2B= T55_SIZE_2B=16M) 9-13 of 24 flows that carried
+	# bytes at the switch stalled for good (docs/benchmarks.md, "Flat out").
+	RATE=${T55_RATE_2B-2M} SIZE=${T55_SIZE_2B:-4M} MMP_TC_HANDOFF_DELAY=300 MMP_VERBOSITY=2 HANDOFF_CHECK=1 limits_case \
 		"2b tc: fs.pipe-user-pages-soft=1, hand-offs after 300 ms: flows that copy without a pipe reach the kernel, byte-exact" \
 		1 "$HARD0" "per-user pipe buffer limit reached (fs.pipe-user-pages-soft" 39000
 else
