@@ -6,6 +6,7 @@
 #include <netinet/udp.h>
 #include "lib/log.h"
 #include "lib/sockaddr.h"
+#include "lib/sockbuf.h"
 #include "lib/sockinfo.h"
 #include "udp/udp_sock.h"
 #include "lib/transparent.h"
@@ -35,11 +36,8 @@ static bool is_wildcard(const struct sockaddr *sa)
 
 static void grow_buffers(int fd, int bytes)
 {
-	/* FORCE works as root past rmem_max/wmem_max; otherwise take what the sysctl allows. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)))
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+	mmp_sock_set_rcvbuf(fd, bytes);
+	mmp_sock_set_sndbuf(fd, bytes);
 }
 
 static int listen_socket(const struct sockaddr *addr, bool fast, bool origdst, bool *wildcard)
@@ -136,7 +134,7 @@ int udp_reply_socket(const struct sockaddr *addr)
 int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *target, uint32_t mark, bool rcvmark,
 			uint64_t *cookie, const char **what)
 {
-	int one = 1, rcvbuf = UPSTREAM_RCVBUF_BYTES, fd, err;
+	int one = 1, fd, err;
 
 	*what = "socket";
 	fd = socket(target->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -146,8 +144,7 @@ int udp_upstream_socket(const struct sockaddr *src, const struct sockaddr *targe
 		goto fail;
 	/* Replies the upstream sends with UDP_SEGMENT stay one read; optional. */
 	setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	mmp_sock_set_rcvbuf(fd, UPSTREAM_RCVBUF_BYTES);
 	*what = "SO_RCVMARK";
 	if (rcvmark && setsockopt(fd, SOL_SOCKET, SO_RCVMARK, &one, sizeof(one)))
 		goto fail;

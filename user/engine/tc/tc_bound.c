@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "engine/tc/tc_frozen.h"
 #include "engine/tc/tc_internal.h"
+#include "lib/sockbuf.h"
 
 /*
  * Each socket advertises at most TC_WAIT_WINDOW (TCP_WINDOW_CLAMP) and keeps
@@ -37,8 +38,7 @@ static void set_bounds(int fd, int clamp, int rcvbuf, int sndbuf)
 	 * and 2 s stalls in 2 of 6 runs). SO_RCVBUFFORCE has no cap; it needs
 	 * CAP_NET_ADMIN, which the tc engine has (TCP_REPAIR needs it too).
 	 */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	mmp_sock_set_rcvbuf(fd, rcvbuf);
 	setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 }
