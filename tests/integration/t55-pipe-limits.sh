@@ -24,6 +24,8 @@
 #     budget (half the soft limit for grown pipes, 64 KiB after) none does
 #   2b (tc) as 1, with hand-offs put off 300 ms: flows that copy without a
 #     pipe are then handed to the kernel, byte-exact
+#   2c (tc) as 2b flat out with 16M: the flows handed off keep moving into
+#     the far peer's small window, not one window per 200 ms probe
 #   3 the sysctls are back as they were
 # Each case: T55_CONNS echo streams flat out (mmpt-bidir --echo, every buffer
 # full both ways), T55_SIZE each way: all byte-exact both ways (sha256), none
@@ -115,6 +117,7 @@ limits_case() {
 	*) ((lines <= N)) || case_fail "$lines fallbacks for $N connections" ;;
 	esac
 	((${HANDOFF_CHECK:-0})) && handoff_check "$mark"
+	((${WINDOW_CHECK:-0})) && window_check "$mark" "$ms"
 	case_note "$ok/$N exact both ways, $SIZE each way, $ms ms; pipe fallbacks $total (stats --json $stats); e.g. $(log_since "$MMP_LOG" "$mark" | grep -m1 'no splice pipe for the' | sed 's/^mmproxy-bpf: //' | cut -c1-200)"
 	case_end
 }
@@ -132,6 +135,18 @@ handoff_check() {
 	[[ -n $fell ]] || case_fail "no flow fell back before its hand-off: the case tested nothing (raise T55_SIZE?)"
 	((both > 0)) || case_fail "none of the $(wc -w <<<"$fell") flows that copied without a pipe reached the kernel ($kernel flows did)"
 	case_note "$both of $(wc -w <<<"$fell") flows that copied without a pipe then handed to the kernel ($kernel in all)"
+}
+
+# window_check MARK MS (tc, -v 2): flows reached the kernel, and none moved
+# by window probes there (a flow whose far receiver's window never holds one
+# of its sender's segments moves 64 KiB per 200 ms: 16M takes 50 s, past
+# the tool's 30 s timeout, which limits_case reports as lost).
+window_check() {
+	local mark=$1 ms=$2 kernel slow
+	kernel=$(log_since "$MMP_LOG" "$mark" | grep -c 'spliced in the kernel after')
+	slow=$(grep '^conn ' "$T_TMP/bidir-$WINDOW_PORT.out" | sed -n 's/.* ms \([0-9.]*\) .*/\1/p' | sort -n | tail -n 1)
+	((kernel > 0)) || case_fail "no flow reached the kernel: the case tested nothing"
+	case_note "$kernel of $N flows in the kernel; slowest flow ${slow:-?} ms, all $ms ms"
 }
 
 case_begin "0 the proxy runs without CAP_SYS_RESOURCE and CAP_SYS_ADMIN, so the pipe limits bind it"
@@ -165,14 +180,23 @@ if [[ $MMP_ENGINE == tc ]]; then
 	# The hand-off put off until the flows copy without pipes (each moves
 	# 128 KiB by recv/send first, then asks for its pipe). At 2 MB/s a
 	# direction, the pace the tool's old hand-written hash set: flat out,
-	# 4M flows ended about 430 ms in, most before their hand-off, and with
-	# 16M (T55_RATE_2B= T55_SIZE_2B=16M) 9-13 of 24 flows that carried
-	# bytes at the switch stalled for good (docs/benchmarks.md, "Flat out").
+	# 4M flows ended about 430 ms in, most before their hand-off.
 	RATE=${T55_RATE_2B-2M} SIZE=${T55_SIZE_2B:-4M} MMP_TC_HANDOFF_DELAY=300 MMP_VERBOSITY=2 HANDOFF_CHECK=1 limits_case \
 		"2b tc: fs.pipe-user-pages-soft=1, hand-offs after 300 ms: flows that copy without a pipe reach the kernel, byte-exact" \
 		1 "$HARD0" "per-user pipe buffer limit reached (fs.pipe-user-pages-soft" 39000
+	# Flat out, 16M: lo's 65,483-byte segments against 128 KiB buffers.
+	# The bound once locked the proxy's buffers at 256 KiB, so the load
+	# balancer kept 65,483-byte segments, and after the switch 5-13 of 24
+	# flows met an upstream window stuck at 65,024 and moved one window per
+	# 200 ms probe until the 30 s timeout (docs/DESIGN.md §3b, "Bounded
+	# queues").
+	SIZE=${T55_SIZE_2C:-16M} MMP_TC_HANDOFF_DELAY=${T55_DELAY_2C:-300} MMP_VERBOSITY=2 WINDOW_CHECK=1 WINDOW_PORT=35000 limits_case \
+		"2c tc: as 2b flat out, 16M: flows in the kernel take the far receiver's small window, byte-exact and on time" \
+		1 "$HARD0" "per-user pipe buffer limit reached (fs.pipe-user-pages-soft" 35000
 else
 	case_begin "2b tc: flows that copy without a pipe still reach the kernel"
+	case_skip "engine $MMP_ENGINE has no tc hand-off"
+	case_begin "2c tc: flows in the kernel take the far receiver's small window"
 	case_skip "engine $MMP_ENGINE has no tc hand-off"
 fi
 

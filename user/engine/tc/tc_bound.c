@@ -22,10 +22,17 @@
  * the buffer (a 128 KiB clamp, and the receive queue grew to 1.3 MB). So the
  * receive buffer is locked (SO_RCVBUF) at the size it has now: smaller, and
  * segments already inside the window advertised before would be dropped for
- * want of memory (t10: retransmits doubled, reads stalled 270-620 ms). Set
- * after the handshake on purpose: a smaller buffer (or clamp) on the listener
- * or before connect() also lowers the window scale the SYN offers (SO_RCVBUF
- * 64 KiB: scale 1 instead of 10), and the translated flow keeps that scale.
+ * want of memory (t10: retransmits doubled, reads stalled 270-620 ms).
+ * Never larger either: each peer sizes its segments by the largest window
+ * it saw, and after the switch it sends into the far peer's window. A proxy
+ * socket that offers more than the sockets of its namespace can lets a peer
+ * keep segments that a far receiver's window never holds (t55 2c: 192,896
+ * bytes offered against 128 KiB buffers; 5-13 of 24 flows then moved one
+ * window per 200 ms in the kernel; docs/DESIGN.md §3b, "Bounded queues").
+ * Set after the handshake on purpose: a smaller buffer (or clamp) on the
+ * listener or before connect() also lowers the window scale the SYN offers
+ * (SO_RCVBUF 64 KiB: scale 1 instead of 10), and the translated flow keeps
+ * that scale.
  */
 static void set_bounds(int fd, int clamp, int rcvbuf, int sndbuf)
 {
@@ -38,7 +45,8 @@ static void set_bounds(int fd, int clamp, int rcvbuf, int sndbuf)
 	 * and 2 s stalls in 2 of 6 runs). SO_RCVBUFFORCE has no cap; it needs
 	 * CAP_NET_ADMIN, which the tc engine has (TCP_REPAIR needs it too).
 	 */
-	mmp_sock_set_rcvbuf(fd, rcvbuf);
+	if (rcvbuf > 0)
+		mmp_sock_set_rcvbuf(fd, rcvbuf);
 	setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 }
@@ -46,7 +54,7 @@ static void set_bounds(int fd, int clamp, int rcvbuf, int sndbuf)
 /*
  * What to pass to lock the receive buffer at no less than `at_least` and no
  * less than its size now (SO_RCVBUF takes half what the kernel reports, and
- * doubles it).
+ * doubles it); `at_least` where the size cannot be read (0: leave it).
  */
 static int rcvbuf_now(int fd, int at_least)
 {
@@ -62,8 +70,9 @@ void mmp_tc_bound_queues(struct mmp_conn *c)
 {
 	if (T(c)->bounded)
 		return;
-	set_bounds(c->client.fd, TC_WAIT_WINDOW, rcvbuf_now(c->client.fd, TC_WAIT_WINDOW), TC_WAIT_SNDBUF);
-	set_bounds(c->upstream.fd, TC_WAIT_WINDOW, rcvbuf_now(c->upstream.fd, TC_WAIT_WINDOW), TC_WAIT_SNDBUF);
+	/* At the size it has now, not raised to the clamp (see set_bounds). */
+	set_bounds(c->client.fd, TC_WAIT_WINDOW, rcvbuf_now(c->client.fd, 0), TC_WAIT_SNDBUF);
+	set_bounds(c->upstream.fd, TC_WAIT_WINDOW, rcvbuf_now(c->upstream.fd, 0), TC_WAIT_SNDBUF);
 	T(c)->bounded = true;
 	T(c)->small_by_ms = mmp_now_ms() + TC_WAIT_SMALL_MAX_MS;
 }

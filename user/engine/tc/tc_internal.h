@@ -62,13 +62,17 @@ struct tc_bpf;
  * While a flow waits for its hand-off, each proxy socket advertises at most
  * TC_WAIT_WINDOW and has SO_SNDBUF TC_WAIT_SNDBUF (the kernel doubles it):
  * what the hand-off must drain stays small (docs/DESIGN.md §3b, "Bounded
- * queues"). 128 KiB: two of lo's 64 KiB segments; a window below one
- * segment left flows in persist mode (window probes). TC_SPLICE_BUF: what a
+ * queues"). 128,000 bytes: two of lo's segments once a peer bounds its
+ * segments by half the largest window it saw, as Linux does (64,000 of
+ * 65,483), so a far receiver whose window sits a little under 64 KiB still
+ * takes them after the switch (t55 2c: windows stuck at 65,024 against
+ * 65,483-byte segments, moved one window per 200 ms probe); a window below
+ * one segment left flows in persist mode (window probes). TC_SPLICE_BUF: what a
  * flow that stays on splice gets back (capped by rmem_max / wmem_max);
  * TC_UNCLAMPED_WINDOW: the largest window (65535 << 14).
  */
 #ifndef TC_WAIT_WINDOW
-#define TC_WAIT_WINDOW (128 * 1024)
+#define TC_WAIT_WINDOW 128000
 #endif
 #ifndef TC_WAIT_SNDBUF
 #define TC_WAIT_SNDBUF (64 * 1024)
