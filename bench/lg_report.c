@@ -51,10 +51,11 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 		       report_per_s(s->msgs, res->elapsed), (unsigned long long)s->msgs);
 		report_latency_line(h);
 	}
-	printf("  connections  %llu open at end, %llu opened while measuring, %llu connect errors, "
+	printf("  connections  %llu open at end, %llu opened while measuring, %llu connect errors (%llu refused, %llu reset), "
 	       "%llu I/O errors (%llu EOF, %llu reset)\n",
 	       (unsigned long long)res->open_at_end, (unsigned long long)s->conns_opened,
-	       (unsigned long long)s->connect_errors, (unsigned long long)s->io_errors,
+	       (unsigned long long)s->connect_errors, (unsigned long long)s->connect_refused,
+	       (unsigned long long)s->connect_reset, (unsigned long long)s->io_errors,
 	       (unsigned long long)s->io_eof, (unsigned long long)s->io_reset);
 	if (cfg->mode == LG_HOLD)
 		printf("  held         %llu of %llu open at end echoed a message while measuring "
@@ -77,13 +78,13 @@ void lg_report(const struct lg_config *cfg, const struct lg_result *res)
 	       report_per_s(s->tx_bytes, res->elapsed), report_per_s(s->rx_bytes, res->elapsed),
 	       (unsigned long long)s->msgs, report_per_s(s->msgs, res->elapsed));
 	printf("\"conns_open\":%llu,\"conns_opened\":%llu,\"conns_per_s\":%.1f,\"client_next\":%llu,"
-	       "\"connect_errors\":%llu,\"io_errors\":%llu,\"io_eof\":%llu,\"io_reset\":%llu,"
+	       "\"connect_errors\":%llu,\"connect_refused\":%llu,\"connect_reset\":%llu,\"io_errors\":%llu,\"io_eof\":%llu,\"io_reset\":%llu,"
 	       "\"verify\":%s,\"verified_bytes\":%llu,"
 	       "\"verify_errors\":%llu,\"errors\":%llu,\"alive\":%llu,\"interval_s\":%.3f,",
 	       (unsigned long long)res->open_at_end, (unsigned long long)s->conns_opened,
 	       report_per_s(s->conns_opened, res->elapsed), (unsigned long long)res->client_next,
-	       (unsigned long long)s->connect_errors,
-	       (unsigned long long)s->io_errors, (unsigned long long)s->io_eof,
+	       (unsigned long long)s->connect_errors, (unsigned long long)s->connect_refused,
+	       (unsigned long long)s->connect_reset, (unsigned long long)s->io_errors, (unsigned long long)s->io_eof,
 	       (unsigned long long)s->io_reset, cfg->verify ? "true" : "false",
 	       (unsigned long long)s->verified_bytes, (unsigned long long)s->verify_errors,
 	       (unsigned long long)errors, (unsigned long long)s->alive, cfg->interval);

@@ -341,6 +341,10 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t events)
 		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err ||
 		    (events & (EPOLLERR | EPOLLHUP))) {
 			STAT_ADD(w->t->stats.connect_errors, 1);
+			if (err == ECONNREFUSED)
+				STAT_ADD(w->t->stats.connect_refused, 1);
+			else if (err == ECONNRESET)
+				STAT_ADD(w->t->stats.connect_reset, 1);
 			conn_close(w, c);
 			/* Do not hammer a target that refuses. */
 			if (w->next_open < now_ns() + RETRY_NS)

@@ -278,6 +278,8 @@ static void sum_stats(const struct lg_thread *t, unsigned int n, struct lg_stats
 		s->msgs += __atomic_load_n(&x->msgs, __ATOMIC_RELAXED);
 		s->conns_opened += __atomic_load_n(&x->conns_opened, __ATOMIC_RELAXED);
 		s->connect_errors += __atomic_load_n(&x->connect_errors, __ATOMIC_RELAXED);
+		s->connect_refused += __atomic_load_n(&x->connect_refused, __ATOMIC_RELAXED);
+		s->connect_reset += __atomic_load_n(&x->connect_reset, __ATOMIC_RELAXED);
 		s->io_errors += __atomic_load_n(&x->io_errors, __ATOMIC_RELAXED);
 		s->io_eof += __atomic_load_n(&x->io_eof, __ATOMIC_RELAXED);
 		s->io_reset += __atomic_load_n(&x->io_reset, __ATOMIC_RELAXED);

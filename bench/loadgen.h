@@ -75,6 +75,8 @@ struct lg_stats {
 	uint64_t msgs; /* messages echoed, or connections completed in connrate */
 	uint64_t conns_opened; /* connections established */
 	uint64_t connect_errors;
+	uint64_t connect_refused; /* of which: ECONNREFUSED, a SYN answered by a reset */
+	uint64_t connect_reset; /* of which: ECONNRESET, reset once the handshake was done */
 	uint64_t io_errors; /* resets, unexpected EOF, failed reads or writes */
 	uint64_t io_eof; /* of which: the peer closed while we expected data */
 	uint64_t io_reset; /* of which: ECONNRESET or EPIPE */
