@@ -67,6 +67,12 @@ struct mmp_allow_value {
 #define MMP_SK_LISTENERS_MAP "mmp_sk_listeners"
 #define MMP_SK_LOOKUP_LINK "mmp_sk_lookup_link"
 
+/*
+ * A takeover (docs/DESIGN.md §15): the successor's listener sockets, which
+ * its SO_REUSEPORT program picks from (key: port index * listeners + thread).
+ */
+#define MMP_REUSEPORT_LISTENERS_MAP "mmp_reuseport_listeners"
+
 enum mmp_dir {
 	MMP_DIR_UP = 0, /* client -> upstream */
 	MMP_DIR_DOWN = 1, /* upstream -> client */

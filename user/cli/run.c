@@ -166,8 +166,18 @@ static int serve_until_signal(struct mmp_runs *r, struct held *h, const sigset_t
 }
 
 /*
- * Taken over (SIGUSR2, docs/DESIGN.md §15): the successor listens already.
- * Close our listeners (tcp_migrate_req moves their queues to its ones), let
+ * A moment for the handshakes our listeners started to complete before they
+ * close: the successor's SO_REUSEPORT program sends it every new SYN already,
+ * and the kernel resets a child whose handshake completes as its listener
+ * closes (docs/DESIGN.md §15). One that takes longer migrates when it lands.
+ */
+#define HANDOVER_SETTLE_MS 100
+
+/*
+ * Taken over (SIGUSR2, docs/DESIGN.md §15): the successor listens already,
+ * and takes every new connection. Let the handshakes under way complete
+ * (our threads still accept), close our listeners (tcp_migrate_req, and the
+ * successor's program, move what their queues hold to its ones), let
  * it have "serve:DIR", then serve what we hold until it ends, for at most
  * --drain-timeout, or until SIGINT/SIGTERM. From the first step on nothing
  * the successor uses is removed at exit (lib/handover.h).
@@ -175,12 +185,14 @@ static int serve_until_signal(struct mmp_runs *r, struct held *h, const sigset_t
 static void hand_over(struct mmp_runs *r, struct held *h, const sigset_t *sigs)
 {
 	int migrate = mmp_migrate_req_on();
+	unsigned long late;
 
 	mmp_handover_begin();
 	mmp_takeover_set(false);
-	mmp_runs_close_listeners(r);
+	late = mmp_runs_close_listeners(r, HANDOVER_SETTLE_MS);
 	mmp_instance_stop_serving(&h->lock);
-	pr_info("taken over: listeners closed");
+	/* Handshakes under way, or a successor without the program (an older build): t62 counts these. */
+	pr_info("taken over: listeners closed (%lu connections accepted after the successor took the port)", late);
 	/*
 	 * A half-open request whose ACK is still on its way migrates when it
 	 * lands, only while the sysctl is on: keep it on a moment, whatever is left.
@@ -281,7 +293,7 @@ int mmp_run_command(const struct mmp_config *cfg, int argc, char **argv)
 		/* The socket is the manager's: what arrives now waits in its queue for our successor (§15). */
 		pr_info("received %s: socket-activated, the listening socket stays queued in the service manager",
 			strsignal(sig));
-		mmp_runs_close_listeners(&runs);
+		mmp_runs_close_listeners(&runs, 0);
 		mmp_runs_drain(&runs, cfg, &sigs, 0);
 	} else if (sig > 0) {
 		pr_info("received %s: closing listeners, connections and flows", strsignal(sig));

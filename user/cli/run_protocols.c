@@ -66,13 +66,17 @@ void mmp_runs_close(struct mmp_runs *r, bool failed)
 	r->tcp = NULL;
 }
 
-void mmp_runs_close_listeners(struct mmp_runs *r)
+unsigned long mmp_runs_close_listeners(struct mmp_runs *r, unsigned int settle_ms)
 {
-	uint64_t start = mmp_now_ms();
+	unsigned long accepted = mmp_tcp_run_accepted(r->tcp);
+	uint64_t start;
 
+	usleep(settle_ms * 1000);
+	start = mmp_now_ms();
 	mmp_tcp_run_drain(r->tcp);
 	while (!mmp_tcp_run_listeners_closed(r->tcp) && mmp_now_ms() < start + 2000)
 		usleep(1000);
+	return mmp_tcp_run_accepted(r->tcp) - accepted;
 }
 
 void mmp_runs_drain(struct mmp_runs *r, const struct mmp_config *cfg, const sigset_t *sigs, uint64_t min_ms)

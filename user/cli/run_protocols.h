@@ -31,8 +31,12 @@ int mmp_runs_start(struct mmp_runs *r);
 void mmp_runs_tick(struct mmp_runs *r);
 /* Between ticks: the TCP and UDP totals published for stats (10 times a second). */
 void mmp_runs_publish(struct mmp_runs *r);
-/* Close every TCP listener, in its own thread; wait (2 s at most) until they are closed. */
-void mmp_runs_close_listeners(struct mmp_runs *r);
+/*
+ * Close every TCP listener, in its own thread, after settle_ms in which they
+ * still accept; wait (2 s at most) until they are closed. Returns how many
+ * connections they accepted meanwhile.
+ */
+unsigned long mmp_runs_close_listeners(struct mmp_runs *r, unsigned int settle_ms);
 /*
  * Serve what is held until it ends, --drain-timeout, or SIGINT/SIGTERM;
  * at least min_ms in any case.

@@ -16,9 +16,11 @@
 #define MMP_NO_SK_LOOKUP_ENV "MMP_NO_SK_LOOKUP"
 
 struct mmp_sk_lookup;
+struct mmp_reuseport_steer;
 
 struct mmp_port_steer {
 	struct mmp_sk_lookup *lookup; /* NULL: a single port, or one socket per port */
+	struct mmp_reuseport_steer *reuseport; /* --takeover (TCP) only: listen/reuseport_steer.h */
 };
 
 /* Choose and set up; a refused sk_lookup falls back with one log line. Returns 0 or a negative errno. */
@@ -29,8 +31,14 @@ void mmp_port_steer_close(struct mmp_port_steer *ps);
 int mmp_port_steer_sockets(const struct mmp_config *cfg, const struct mmp_port_steer *ps);
 /* The address the i-th of them binds: -l's with port LO+i. */
 void mmp_port_steer_addr(const struct mmp_config *cfg, int i, struct sockaddr_storage *out);
-/* Listener thread id's (first) socket is ready: steer the range to it (no-op without sk_lookup). */
-int mmp_port_steer_add(const struct mmp_port_steer *ps, int id, int fd);
+/* Listener thread id's i-th socket is ready: steer the range (sk_lookup) and a takeover's group to it. */
+int mmp_port_steer_add(const struct mmp_port_steer *ps, int id, int i, int fd);
+/*
+ * --takeover, once every listener listens: new connections of the listeners'
+ * SO_REUSEPORT groups reach ours only, not the predecessor's (docs/DESIGN.md
+ * §15). A no-op otherwise, or where the program could not be loaded.
+ */
+void mmp_port_steer_claim(const struct mmp_port_steer *ps);
 /* Whether a socket may receive for ports other than the one it is bound to (its datagrams need their port). */
 bool mmp_port_steer_multiport(const struct mmp_config *cfg, const struct mmp_port_steer *ps);
 /* "" for one port, else "-HI (N ports, sk_lookup)" to follow -l's address in the start-up line. */

@@ -101,6 +101,8 @@ int mmp_tcp_run_start(struct mmp_tcp_run *r)
 		if (err)
 			return err;
 	}
+	/* --takeover: our threads accept, so new connections may reach ours only (docs/DESIGN.md §15). */
+	mmp_port_steer_claim(&r->steer);
 	pr_info("listening on %s%s with %d listeners, engine %s; IPv4 upstream %s, IPv6 upstream %s",
 		mmp_fmt_addr((const void *)&cfg->listen, addr),
 		mmp_port_steer_describe(cfg, &r->steer, ports, sizeof(ports)), cfg->listeners,
@@ -131,6 +133,11 @@ bool mmp_tcp_run_listeners_closed(struct mmp_tcp_run *r)
 unsigned long mmp_tcp_run_active(const struct mmp_tcp_run *r)
 {
 	return mmp_counter(&r->counters, MMP_TCP_CNT_active);
+}
+
+unsigned long mmp_tcp_run_accepted(const struct mmp_tcp_run *r)
+{
+	return mmp_counter(&r->counters, MMP_TCP_CNT_accepted);
 }
 
 void mmp_tcp_run_close(struct mmp_tcp_run *r, bool failed)

@@ -28,6 +28,8 @@ void mmp_tcp_run_drain(struct mmp_tcp_run *r);
 bool mmp_tcp_run_listeners_closed(struct mmp_tcp_run *r);
 /* Connections held in userspace, every state. */
 unsigned long mmp_tcp_run_active(const struct mmp_tcp_run *r);
+/* Connections accepted since the start. */
+unsigned long mmp_tcp_run_accepted(const struct mmp_tcp_run *r);
 /*
  * Stop the threads, log the totals and free everything; failed: the run is
  * ending on an error, so the engines keep what the maps hold. NULL is fine.

@@ -202,10 +202,12 @@ static int open_listeners(struct mmp_worker *w, const struct mmp_config *cfg, co
 		/* Activated, every thread polls the one socket: wake one of them per connection, not all. */
 		err = mmp_loop_add(&w->loop, w->listens[i].fd, &w->listens[i].handler,
 				   EPOLLIN | (mmp_activated() ? EPOLLEXCLUSIVE : 0));
+		if (!err)
+			err = mmp_port_steer_add(steer, w->loop.id, i, w->listens[i].fd);
 		if (err)
 			return err;
 	}
-	return mmp_port_steer_add(steer, w->loop.id, w->listens[0].fd);
+	return 0;
 }
 
 /*

@@ -257,7 +257,7 @@ static int open_port_range(struct udp_worker *w, const struct sockaddr *listen)
 		if (w->listen_fd < 0)
 			return w->listen_fd;
 		err = watch(w, w->listen_fd, &listen_tag);
-		return err ? err : mmp_port_steer_add(sh->steer, w->id, w->listen_fd);
+		return err ? err : mmp_port_steer_add(sh->steer, w->id, 0, w->listen_fd);
 	}
 	for (int k = 0; k < w->n_port_fds; k++) {
 		struct sockaddr_storage addr;
