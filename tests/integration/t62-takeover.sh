@@ -13,7 +13,7 @@
 #     no connect error (refused), no reset, no wrong byte, every connection
 #     of loadgen echoed, every stream complete and byte-exact; every
 #     predecessor exits 0 once its streams ended; the predecessors accept at
-#     most one connection per takeover after their successor attached its
+#     most two connections per takeover after their successor attached its
 #     SO_REUSEPORT program (docs/DESIGN.md §15: about 10 each without it,
 #     which a closing listener could reset); after the last instance's
 #     SIGTERM no pin is left and net.ipv4.tcp_migrate_req is back to its
@@ -128,14 +128,15 @@ else
 	# The successor's SO_REUSEPORT program takes every new connection before
 	# the predecessor closes: at 200 a second, its listeners would accept
 	# about 10 more in their 100 ms of settling, and some could be reset.
+	# Allowed: two a takeover, a handshake under way and one still queued.
 	late=0
 	for ((i = 0; i < ${#PROXY_PIDS[@]} - 1; i++)); do
 		n=$(sed -n 's/.*taken over: listeners closed (\([0-9]*\) connections accepted after.*/\1/p' "${PROXY_LOGS[i]}")
 		late=$((late + ${n:-0}))
 	done
 	if ((HAS_TAKEOVER)); then
-		((late <= TAKEOVERS)) ||
-			case_fail "the predecessors accepted $late connections after their successor took the port (at most $TAKEOVERS: one handshake under way each)"
+		((late <= 2 * TAKEOVERS)) ||
+			case_fail "the predecessors accepted $late connections after their successor took the port (at most $((2 * TAKEOVERS)))"
 		case_note "$late connections accepted by a predecessor after its successor took the port"
 	fi
 	# Every predecessor exits 0 once what it drained has ended.
