@@ -67,7 +67,7 @@ static enum mmp_pump_result forward_fin(struct mmp_splice_dir *d, int dst, bool 
 	 * it sent us a FIN), so the shutdown() would be one syscall for nothing.
 	 */
 	if (!last && shutdown(dst, SHUT_WR) && errno != ENOTCONN)
-		return PUMP_RESET_SRC;
+		return mmp_splice_failed(d, PUMP_RESET_SRC);
 	d->dst_shut = true;
 	return PUMP_OK;
 }
@@ -109,7 +109,7 @@ static enum mmp_pump_result pump(struct mmp_splice_dir *d, int src, int dst, boo
 				if (errno == EINTR)
 					continue;
 				if (errno != EAGAIN)
-					return PUMP_RESET_SRC;
+					return mmp_splice_failed(d, PUMP_RESET_SRC);
 				if (!d->relay_only)
 					return PUMP_OK; /* dst is full: wait for EPOLLOUT */
 				n = 0;
@@ -129,7 +129,7 @@ static enum mmp_pump_result pump(struct mmp_splice_dir *d, int src, int dst, boo
 				break;
 			if (errno == EINTR)
 				continue;
-			return PUMP_RESET_DST;
+			return mmp_splice_failed(d, PUMP_RESET_DST);
 		}
 		if (n == 0)
 			d->src_eof = true;
@@ -218,10 +218,11 @@ static void step(struct mmp_loop *loop, struct mmp_conn *c)
 	if (r0 != PUMP_OK || r1 != PUMP_OK) {
 		/* dir 0 runs client -> upstream, dir 1 upstream -> client. */
 		bool reset_client = r0 == PUMP_RESET_SRC || r1 == PUMP_RESET_DST;
+		int err = dir_of(c, r0 != PUMP_OK ? 0 : 1)->reset_errno;
 
 		mmp_count(loop->counters, MMP_TCP_CNT_resets_forwarded, 1);
-		pr_debug("client %s: %s reset, forwarding the reset",
-			 mmp_conn_client_name(c, a), reset_client ? "upstream" : "client");
+		pr_debug("client %s: %s reset (%s), forwarding the reset",
+			 mmp_conn_client_name(c, a), reset_client ? "upstream" : "client", strerror(err));
 		mmp_conn_close(loop, c, reset_client ? MMP_CLOSE_RESET_CLIENT : MMP_CLOSE_RESET_UPSTREAM);
 		return;
 	}

@@ -114,7 +114,7 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 				return PUMP_OK;
 			if (errno == EINTR)
 				continue;
-			return PUMP_RESET_DST;
+			return mmp_splice_failed(d, PUMP_RESET_DST);
 		}
 		if (n == 0) {
 			d->src_eof = true;
@@ -129,7 +129,7 @@ enum mmp_pump_result mmp_splice_copy(struct mmp_splice_dir *d, int src, int dst)
 		while (len > 0 && (sent = send(dst, buf + skip, len, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 			;
 		if (sent < 0 && errno != EAGAIN)
-			return PUMP_RESET_SRC;
+			return mmp_splice_failed(d, PUMP_RESET_SRC);
 		if (sent < 0)
 			sent = 0;
 		if ((size_t)sent < len)

@@ -6,6 +6,7 @@
 #ifndef MMP_SPLICE_DIR_H
 #define MMP_SPLICE_DIR_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -68,7 +69,15 @@ struct mmp_splice_dir {
 	 * may take keep the drain it was measured with.
 	 */
 	bool relay_only;
+	int reset_errno; /* the errno of the call that made a pump return PUMP_RESET_*, for the -v 2 line */
 };
+
+/* A pump's failed call: keep its errno for the log, and say which side to reset. */
+static inline enum mmp_pump_result mmp_splice_failed(struct mmp_splice_dir *d, enum mmp_pump_result r)
+{
+	d->reset_errno = errno;
+	return r;
+}
 
 static inline bool mmp_splice_piped(const struct mmp_splice_dir *d)
 {

@@ -55,7 +55,7 @@ static enum mmp_pump_result flush(struct mmp_splice_dir *d, int dst)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EAGAIN ? PUMP_OK : PUMP_RESET_SRC;
+			return errno == EAGAIN ? PUMP_OK : mmp_splice_failed(d, PUMP_RESET_SRC);
 		}
 		d->copy_off += n;
 		d->in_pipe -= n;
@@ -76,7 +76,7 @@ enum mmp_pump_result mmp_splice_relay_copy(struct mmp_splice_dir *d, int src, in
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EAGAIN ? PUMP_OK : PUMP_RESET_DST;
+			return errno == EAGAIN ? PUMP_OK : mmp_splice_failed(d, PUMP_RESET_DST);
 		}
 		if (n == 0) {
 			d->src_eof = true;
