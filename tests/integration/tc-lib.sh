@@ -222,7 +222,8 @@ tc_drop_watch_start() {
 }
 
 # tc_drop_watch_stop: stop the watcher. DROP_WATCH is its lines on one
-# ("paws ack N copy N new N; drops REASON=N...; lost REASON=N..."), or its
+# ("paws ack N copy N new N; drops REASON=N...; lost REASON=N...; lost-at
+# ..." for each of the first lost segments), or its
 # error when it did not run; PAWS_NEW the data segments PAWS dropped with
 # bytes the receiver lacked, DROP_LOST every segment dropped with such
 # bytes, whatever the reason (both empty when the watcher did not run).
@@ -234,7 +235,7 @@ tc_drop_watch_stop() {
 	if grep -q '^paws ' "$DROP_WATCH_LOG"; then
 		PAWS_NEW=$(awk '/^paws / { print $7 }' "$DROP_WATCH_LOG")
 		DROP_LOST=$(awk -F'[ =]' '/^lost / { for (i = 3; i <= NF; i += 2) n += $i } END { print n + 0 }' "$DROP_WATCH_LOG")
-		DROP_WATCH=$(grep -E '^(paws|drops|lost) ' "$DROP_WATCH_LOG" | paste -sd';' | sed 's/;/; /g')
+		DROP_WATCH=$(grep -E '^(paws|drops|lost|lost-at) ' "$DROP_WATCH_LOG" | paste -sd';' | sed 's/;/; /g')
 	else
 		DROP_WATCH="no drop watcher, PAWS counters only: $(head -n 1 "$DROP_WATCH_LOG")"
 	fi

@@ -21,6 +21,13 @@
  *                              beyond a closed window is a window probe)
  *                              with bytes their receiving socket lacked,
  *                              in order or out of order
+ * and for each of the first DROP_WATCH_LOST_DETAIL of those, a line
+ *   lost-at REASON PORT<PORT len N seq rcv_nxt+OFF rmem N rcvbuf N
+ *           locks N wnd N clamp N ratio N/256 ofo Y|N
+ *                              the dropping socket (local<remote port):
+ *                              its memory against its buffer and whether
+ *                              its size is locked (SO_RCVBUF: locks & 2),
+ *                              its window, and its out-of-order queue
  */
 #include <ctype.h>
 #include <errno.h>
@@ -128,6 +135,23 @@ static void print_paws(struct drop_watch_bpf *skel)
 	       (unsigned long long)n[PAWS_COPY], (unsigned long long)n[PAWS_NEW]);
 }
 
+/* One "lost-at" line per kept lost segment (drop_watch.h). */
+static void print_lost_detail(const struct btf *btf, struct drop_watch_bpf *skel)
+{
+	const struct btf_type *reasons = drop_reason_enum(btf);
+	__u32 n = skel->bss->lost_n;
+
+	for (__u32 i = 0; i < n && i < DROP_WATCH_LOST_DETAIL; i++) {
+		const struct drop_watch_lost *d = &skel->bss->lost_detail[i];
+
+		printf("lost-at");
+		print_reason(btf, reasons, d->reason);
+		printf(" %u<%u len %u seq rcv_nxt%+d rmem %u rcvbuf %u locks %u wnd %u clamp %u ratio %u/256 ofo %s\n",
+		       d->local_port, d->remote_port, d->len, d->seq_off, d->rmem, d->rcvbuf, d->userlocks,
+		       d->rcv_wnd, d->window_clamp, d->scaling_ratio, d->ofo ? "Y" : "N");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct drop_watch_bpf *skel;
@@ -168,6 +192,7 @@ int main(int argc, char **argv)
 	print_paws(skel);
 	print_by_reason(btf, "drops", skel->maps.mmpt_drop_reasons);
 	print_by_reason(btf, "lost", skel->maps.mmpt_lost_reasons);
+	print_lost_detail(btf, skel);
 	btf__free(btf);
 	drop_watch_bpf__destroy(skel);
 	return 0;

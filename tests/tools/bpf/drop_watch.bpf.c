@@ -15,6 +15,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 
 #include "drop_watch.h"
 
@@ -49,6 +50,10 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } mmpt_lost_reasons SEC(".maps");
+
+/* The first DROP_WATCH_LOST_DETAIL lost segments (drop_watch.h); lost_n counts them all. */
+struct drop_watch_lost lost_detail[DROP_WATCH_LOST_DETAIL];
+__u32 lost_n;
 
 static bool watched(__u32 ino)
 {
@@ -94,6 +99,32 @@ static bool tcp_receiver(struct sock *sk)
 	       (state == TCP_ESTABLISHED || state == TCP_FIN_WAIT1 || state == TCP_FIN_WAIT2 || state == TCP_CLOSE_WAIT);
 }
 
+/* Keeps the socket's state at one of the first lost segments (lost_detail). */
+static void note_lost(struct sock *sk, __u32 reason, __u32 seq, __u32 len, __u32 rcv_nxt)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	/* Not atomic (this clang has no fetch-and-add with a result): two drops
+	 * at once may share a slot, which costs a detail, not a count. */
+	__u32 i = lost_n++;
+	struct drop_watch_lost *d;
+
+	if (i >= DROP_WATCH_LOST_DETAIL)
+		return;
+	d = &lost_detail[i];
+	d->reason = reason;
+	d->local_port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	d->remote_port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	d->len = len;
+	d->seq_off = (__s32)(seq - rcv_nxt);
+	d->rmem = BPF_CORE_READ(sk, sk_backlog.rmem_alloc.counter);
+	d->rcvbuf = BPF_CORE_READ(sk, sk_rcvbuf);
+	d->userlocks = BPF_CORE_READ(sk, sk_userlocks);
+	d->rcv_wnd = BPF_CORE_READ(tp, rcv_wnd);
+	d->window_clamp = BPF_CORE_READ(tp, window_clamp);
+	d->scaling_ratio = BPF_CORE_READ(tp, scaling_ratio);
+	d->ofo = BPF_CORE_READ(tp, out_of_order_queue.rb_node) != NULL;
+}
+
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason, struct sock *rx_sk)
 {
@@ -122,8 +153,10 @@ int BPF_PROG(drop, struct sk_buff *skb, void *location, enum skb_drop_reason rea
 	 * a segment the out-of-order queue already holds whole (TCP_OFOMERGE)
 	 * is above rcv_nxt but lacks nothing.
 	 */
-	if (len > 1 && lacked && reason != SKB_DROP_REASON_TCP_OFOMERGE)
+	if (len > 1 && lacked && reason != SKB_DROP_REASON_TCP_OFOMERGE) {
 		count(&mmpt_lost_reasons, slot);
+		note_lost(rx_sk, reason, range[0], len, rcv_nxt);
+	}
 	return 0;
 }
 
