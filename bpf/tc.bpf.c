@@ -972,6 +972,15 @@ static __always_inline int handle(struct __sk_buff *skb, bool ingress)
 
 	if (tv->role == MMP_TC_ROLE_HOLD_CONN1 || tv->role == MMP_TC_ROLE_HOLD_CONN2) {
 		if (flow->mode != MMP_TC_MODE_HOLD && flow->mode != MMP_TC_MODE_FREEZE) {
+			/*
+			 * The switch has not closed the frozen socket yet: what it
+			 * sends is stale (include/mmp_tc.h). An RST here is the
+			 * switch's own (a reset that reached a frozen socket).
+			 */
+			if ((tv->flags & MMP_TC_TUPLE_SOCKET_OPEN) && !(p->old.h[13] & TH_RST)) {
+				count(MMP_TC_CNT_FROZEN_ACKS_DROPPED);
+				return TC_ACT_SHOT;
+			}
 			/* After the switch the frozen sockets send nothing: data here is carried. */
 			if (flow->carrying && p->payload)
 				carried_ack_refresh(skb, p, flow, tv->flow, tv->role == MMP_TC_ROLE_HOLD_CONN1);

@@ -49,10 +49,23 @@ enum mmp_tc_role {
 	MMP_TC_ROLE_HOLD_CONN2 = 3, /* C->U: the proxy's own conn2 segments */
 };
 
+/*
+ * A HOLD tuple's socket is frozen and not closed yet. From the SPLICE write
+ * until the switch closes it, what it sends is stale: a delayed ACK or a
+ * loss probe with the window it advertised before the hold (128,000 bytes
+ * under the bound). Passed, it let a peer send that much beyond the bytes
+ * still being carried to the far receiver, which dropped them, and the
+ * peer waited for its RTO (t20: 1 in about 50 cases). The programs drop it;
+ * the switch clears the flag once the socket is closed, before the carried
+ * segments and window updates go out on the tuple (docs/DESIGN.md §3b).
+ * Written as 0 by builds before it (the field was padding): nothing dropped.
+ */
+#define MMP_TC_TUPLE_SOCKET_OPEN 1u
+
 struct mmp_tc_tuple_val {
 	__u64 flow;
-	__u32 role; /* enum mmp_tc_role */
-	__u32 pad;
+	__u32 role;  /* enum mmp_tc_role */
+	__u32 flags; /* MMP_TC_TUPLE_* */
 };
 
 enum mmp_tc_mode {
@@ -247,7 +260,7 @@ struct mmp_tc_sock_query {
 	X(REDIRECT_FAILED, "rewrite_failures", "packets whose rewrite or redirect failed")               \
 	X(NOT_TCP_OR_FRAGMENT, "ipv4_fragments_passed", "IPv4 fragments passed untouched")               \
 	X(FREEZE_DROPS, "freeze_drops", "peer segments dropped while the sockets froze")                 \
-	X(FROZEN_ACKS_DROPPED, "frozen_socket_acks_dropped", "pure ACKs the frozen sockets sent: dropped, the switch re-sends them") \
+	X(FROZEN_ACKS_DROPPED, "frozen_socket_acks_dropped", "pure ACKs the frozen sockets sent, and anything before they closed: dropped, the switch re-sends them") \
 	X(TUPLE_REUSED, "tuples_reused_by_syn", "SYNs that reused an ended flow's tuple")                \
 	X(ICMP_TRANSLATED, "icmp_errors_translated", "ICMP errors about conn1 segments turned into the upstream's") \
 	X(RST_DROPPED, "rsts_out_of_window_dropped", "RSTs outside the receiver's window: dropped")       \

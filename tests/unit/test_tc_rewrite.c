@@ -447,6 +447,7 @@ struct rw_case {
 	bool ingress; /* run mmp_tc_ingress instead of mmp_tc_egress */
 	bool egress_closed; /* no hold started lately: mmp_tc_egress_until_ns in the past */
 	bool ports_unmarked; /* the tuples inserted without their ports in mmp_tc_ports */
+	bool sockets_open; /* the HOLD tuples flagged MMP_TC_TUPLE_SOCKET_OPEN (the switch not yet closed them) */
 	struct dir_cfg up, down;
 	struct rx_init rx;
 	struct step steps[70];
@@ -1949,6 +1950,32 @@ static const struct rw_case cases[] = {
 		.check_cnt = true,
 		.cnt = { [MMP_TC_CNT_CARRY_ACKS_REFRESHED] = 1 },
 	},
+	{
+		/*
+		 * Between the SPLICE write and the close the frozen sockets still
+		 * run their timers: a delayed ACK or a loss probe with the window
+		 * of before the hold let a peer send beyond the carry (t20).
+		 * Dropped, both ways; the switch's RST passes.
+		 */
+		.name = "SPLICE with the frozen sockets not yet closed: what they send is dropped, an RST passes",
+		.family = 6,
+		.mode = MODE_SPLICE,
+		.sockets_open = true,
+		.up = DIR_TS_SACK,
+		.down = DIR_TS_SACK,
+		.carrying = MMP_TC_CARRY_UP,
+		.carry = { .end = { 0x3000, 0 }, .acked = { 0x1000, 0 }, .edge = { 0x9000, 0 }, .fwd_ack = { 0x7000, 0x9000 },
+			   .fwd_win = { 0x20, 0x40 } },
+		.steps = {
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_HOLD1, .seq = 0x1000, .ack = 0x5000, .flags = ACK,
+								.win = 0x7d, .opts = "NNT", .tsval = 13, .tsecr = 14 } },
+			{ EXP_SHOT, .ret = TC_ACT_SHOT, .in = { .tup = T_HOLD2, .seq = 0x1000, .ack = 0x6000,
+								.flags = ACK | PSH, .win = 0x7d, .payload = 100 } },
+			{ EXP_SAME, .in = { .tup = T_HOLD2, .seq = 0x1000, .ack = 0x6000, .flags = RST | ACK, .win = 0 } },
+		},
+		.check_cnt = true,
+		.cnt = { [MMP_TC_CNT_FROZEN_ACKS_DROPPED] = 2 },
+	},
 };
 
 /* ---------------------------------------------------------------------------
@@ -2008,6 +2035,8 @@ static void fill_maps(struct tc_bpf *skel, const struct rw_case *c)
 		struct mmp_tc_tuple key;
 		struct mmp_tc_tuple_val tv = { .flow = id, .role = (uint32_t)r };
 
+		if (c->sockets_open && (r == T_HOLD1 || r == T_HOLD2))
+			tv.flags = MMP_TC_TUPLE_SOCKET_OPEN;
 		make_key(c->family, (enum tup)r, &key);
 		if (!c->ports_unmarked)
 			mark_port(skel, mmp_tc_service_port(&key, tv.role));

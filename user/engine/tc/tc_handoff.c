@@ -89,6 +89,10 @@ static int add_tuple(struct mmp_tc *tc, struct mmp_conn *c, int role)
 	const struct mmp_tc_tuple *t = &T(c)->tuples[role];
 	int err = 0;
 
+	/* The proxy's own sockets send on HOLD tuples until the switch closes them. */
+	if (role == MMP_TC_ROLE_HOLD_CONN1 || role == MMP_TC_ROLE_HOLD_CONN2)
+		tv.flags = MMP_TC_TUPLE_SOCKET_OPEN;
+
 	/* Bracketed, so that the claim check's "no tuple since the map was empty" stays true (tc_flows.c). */
 	mmp_tc_tuples_writing(tc);
 	mmp_tc_mark_port(tc, t, (uint32_t)role);
@@ -370,6 +374,28 @@ static bool reset_during_switch(struct mmp_loop *loop, struct mmp_conn *c, const
 	return true;
 }
 
+/*
+ * The proxy's own tuples once its sockets are closed: until then the
+ * programs dropped what the sockets sent on them (MMP_TC_TUPLE_SOCKET_OPEN).
+ * The window updates reuse them. Carried segments are sent on them too, and
+ * while there are any the programs refresh their acks on the way out: the
+ * carrier forgets the tuples when it is done (tc_carry.c). Without a carry
+ * they go now.
+ */
+static void release_hold_tuples(struct mmp_tc *tc, const struct flow_tuples *ft, bool carrying)
+{
+	for (int role = MMP_TC_ROLE_HOLD_CONN1; role <= MMP_TC_ROLE_HOLD_CONN2; role++) {
+		struct mmp_tc_tuple_val tv;
+
+		if (!carrying) {
+			bpf_map_delete_elem(tc->tuples_fd, &ft->t[role]);
+		} else if (bpf_map_lookup_elem(tc->tuples_fd, &ft->t[role], &tv) == 0) {
+			tv.flags &= ~MMP_TC_TUPLE_SOCKET_OPEN;
+			bpf_map_update_elem(tc->tuples_fd, &ft->t[role], &tv, BPF_EXIST);
+		}
+	}
+}
+
 /* Another attempt later, while the flow has attempts left: the next one staged, then backing off. */
 static void retry_later(struct mmp_loop *loop, struct mmp_conn *c)
 {
@@ -529,16 +555,6 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 		mmp_conn_close(loop, c, MMP_CLOSE_RESET_BOTH);
 		return;
 	}
-	/*
-	 * The proxy's own tuples are gone with its sockets; the window updates
-	 * reuse them. Carried segments are sent on them too, and while there
-	 * are any the programs refresh their acks on the way out: the carrier
-	 * forgets the tuples when it is done (tc_carry.c).
-	 */
-	if (!flow.carrying) {
-		bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN1]);
-		bpf_map_delete_elem(tc->tuples_fd, &ft.t[MMP_TC_ROLE_HOLD_CONN2]);
-	}
 	if (reset_during_switch(loop, c, &flow, &f1, &f2, &ft)) {
 		mmp_tc_carrier_free(cr);
 		return;
@@ -561,6 +577,7 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	}
 	/* Closing in repair mode sends nothing: no FIN, no RST. */
 	mmp_conn_close(loop, c, MMP_CLOSE_FIN);
+	release_hold_tuples(tc, &ft, flow.carrying);
 	/* The carried bytes first: the peers' new ones, sent after the window updates, land behind them. */
 	if (flow.carrying)
 		mmp_tc_carry_start(w, cr);
