@@ -1145,6 +1145,7 @@ int mmp_tc_sock_probe(struct __sk_buff *skb)
 		q.max_window = tp->max_window;
 		q.rcv_wnd = tp->rcv_wnd;
 		q.rcv_wup = tp->rcv_wup;
+		q.ofo = tp->out_of_order_queue.rb_node != NULL;
 		q.found = 1;
 	}
 	bpf_sk_release(sk);

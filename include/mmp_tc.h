@@ -251,6 +251,8 @@ struct mmp_tc_sock_query {
 	__u32 rcv_nxt, snd_una, snd_nxt, write_seq;
 	/* As TCP_REPAIR_WINDOW returns them. */
 	__u32 snd_wl1, snd_wnd, max_window, rcv_wnd, rcv_wup;
+	/* 1: bytes wait out of order behind a hole, and its peer counts them received (SACK). */
+	__u32 ofo;
 };
 
 /* The TC programs' counters (mmp_tc_counters): enum, names and descriptions in one list. */

@@ -2468,6 +2468,7 @@ static void test_sock_probe(void **state)
 	assert_int_equal(q.rcv_wup, w.rcv_wup);
 	assert_int_equal(q.snd_una, q.write_seq);
 	assert_int_equal(q.snd_nxt, q.write_seq);
+	assert_int_equal(q.ofo, 0); /* nothing lost, nothing out of order */
 
 	/* y sends 4 bytes and x reads them: all three of y's send-side numbers move by 4. */
 	assert_int_equal(write(y, "pong", 4), 4);

@@ -60,6 +60,7 @@ int mmp_tc_read_sock(struct mmp_tc *tc, int fd, const struct mmp_tc_tuple *incom
 	f->snd_nxt = out.q.snd_nxt;
 	f->write_seq = out.q.write_seq;
 	f->ts_recent = out.q.ts_recent;
+	f->ofo = out.q.ofo;
 	f->win = (struct tcp_repair_window){ .snd_wl1 = out.q.snd_wl1, .snd_wnd = out.q.snd_wnd,
 					     .max_window = out.q.max_window, .rcv_wnd = out.q.rcv_wnd,
 					     .rcv_wup = out.q.rcv_wup };

@@ -18,6 +18,7 @@ struct mmp_tc_tuple;
 struct mmp_tc_frozen {
 	uint32_t rcv_nxt, snd_una, snd_nxt, write_seq, tsval;
 	uint32_t ts_recent; /* the peer's last TSval this socket accepted */
+	bool ofo;           /* bytes wait out of order behind a hole (mmp_tc_sock_query) */
 	struct tcp_repair_window win;
 	struct tcp_info ti;
 };

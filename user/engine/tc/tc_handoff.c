@@ -420,7 +420,8 @@ static void describe_queues(const struct mmp_tc_queues *q, const char *what, cha
  * carries across planned: NULL, or why the flow cannot switch, in why[]. A
  * FIN or RST that reached a socket before the freeze leaves it not
  * ESTABLISHED: that flow stays on splice, which forwards it. *late_data: only
- * bytes that landed late, beyond a receiver's window, were in the way.
+ * bytes still in flight were in the way (landed late, beyond a receiver's
+ * window, or out of order behind a hole), so another try may pass.
  */
 static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, struct mmp_tc_frozen *f2,
 				  struct mmp_tc_carry_plan *cp, char *why, size_t len, bool *late_data)
@@ -444,6 +445,17 @@ static const char *freeze_sockets(struct mmp_conn *c, struct mmp_tc_frozen *f1, 
 	else if (!cp->fits[0] || !cp->fits[1]) {
 		*late_data = true;
 		describe_queues(&q, "what is queued no longer fits a receiver's window", why, len);
+	} else if (f1->ofo || f2->ofo) {
+		/*
+		 * A segment was lost (a full buffer dropped it) and what came after
+		 * waits out of order, acked to its sender by SACK. Closed, the
+		 * socket would lose those bytes; the sender would not send them
+		 * again until its timer found the SACK reneged (an RTO). On splice
+		 * its fast retransmit fills the hole.
+		 */
+		*late_data = true;
+		snprintf(why, len, "the %s socket holds bytes out of order behind a lost segment",
+			 f1->ofo ? "load balancer's" : "upstream's");
 	} else {
 		return NULL;
 	}
