@@ -67,8 +67,8 @@ struct tc_bpf;
  * 65,483), so a far receiver whose window sits a little under 64 KiB still
  * takes them after the switch (t55 2c: windows stuck at 65,024 against
  * 65,483-byte segments, moved one window per 200 ms probe); a window below
- * one segment left flows in persist mode (window probes). TC_SPLICE_BUF: what a
- * flow that stays on splice gets back (capped by rmem_max / wmem_max);
+ * one segment left flows in persist mode (window probes). TC_SPLICE_BUF: the send
+ * buffer a flow that stays on splice gets back (capped by wmem_max);
  * TC_UNCLAMPED_WINDOW: the largest window (65535 << 14).
  */
 #ifndef TC_WAIT_WINDOW
