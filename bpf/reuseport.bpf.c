@@ -23,7 +23,8 @@
 #include "mmp_maps.h"
 
 /* Set by the loader between open and load (user/listen/reuseport_steer.c). */
-const volatile __u32 listeners = 1; /* listener threads, each with one socket per port */
+/* listener threads, each with one socket per port: at least 1 (--listeners takes 1 to 1024) */
+const volatile __u32 listeners = 1;
 const volatile __u32 port_lo = 0; /* host order: -l's first port */
 const volatile __u32 ports = 1; /* sockets per listener thread: 1, or one per port */
 
@@ -40,8 +41,6 @@ int mmp_reuseport_select(struct sk_reuseport_md *ctx)
 	struct bpf_sock *group_sk = ctx->sk;
 	__u32 port_index = 0, key;
 
-	if (!listeners)
-		return SK_PASS;
 	if (ports > 1 && group_sk) {
 		port_index = group_sk->src_port - port_lo;
 		if (port_index >= ports)
