@@ -8,7 +8,10 @@
 # locked the proxy's receive buffers: a locked buffer drops the small segment
 # that fills the last unit of window it promised (PROTO_MEM), and the resends
 # met closed windows (docs/DESIGN.md §3b, "Bounded queues"). Unlocked, 6 of
-# 6 passed; 50 stays the default, the CI's share of a 2-core machine.
+# 6 passed, then 12 of 18: each failure one segment lost at an endpoint (the
+# echo or the load balancer, never the proxy) whose buffer could not grow,
+# the host's TCP memory past tcp_mem[0] (docs/benchmarks.md, 2026-12-07,
+# seventh). So 50 stays the default, the CI's share of a 2-core machine.
 #
 # mmpt-bidir --echo plays both ends, as in t20 (the same tc_echo_case of
 # tc-lib.sh, with this file's checks added): the load balancer writes a v2
