@@ -175,6 +175,7 @@ void mmp_tc_begin(struct mmp_loop *loop, struct mmp_conn *c)
 	T(c)->attempts++;
 	T(c)->quiet = 0;
 	T(c)->acks_asked = 0;
+	T(c)->hole_seen = false;
 	T(c)->start_ns = mmp_now_ns();
 	T(c)->deadline_ms = mmp_now_ms() + (T(c)->both_held ? HOLD_BOTH_TIMEOUT_MS : HOLD_TIMEOUT_MS);
 	T(c)->hold_end_ms = mmp_now_ms() + HOLD_MAX_MS;
@@ -604,8 +605,9 @@ static void give_up(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_
 	char why[192];
 
 	/* Which queue stayed full tells the operator which peer stopped reading. */
-	describe_queues(q, T(c)->both_held ? "the flow did not quiet down in time"
-					   : "the first held direction did not drain in time",
+	describe_queues(q, T(c)->hole_seen ? "a socket still held bytes out of order behind a lost segment"
+			   : T(c)->both_held ? "the flow did not quiet down in time"
+					     : "the first held direction did not drain in time",
 			why, sizeof(why));
 	mmp_tc_abort(loop, c, why);
 	retry_later(loop, c);
@@ -656,6 +658,38 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
 	return true;
 }
 
+/*
+ * Is a hole in the way of the switch? A socket that lost a segment holds
+ * what followed out of order, and a freeze then fails (freeze_sockets). Its
+ * sender fills the hole within a round trip or two (SACK, RACK; a held peer
+ * still resends below its window 0), so the hold waits for it, within its
+ * deadline, instead of giving the attempt up. On a link that loses and
+ * reorders, the attempts that gave up at the freeze failed again and again:
+ * t48 1b saw one flow of 4 abort 5 times over its 4 s and never reach the
+ * kernel (docs/benchmarks.md, 2026-12-07, seventh). An unreadable socket is
+ * not a hole: the freeze reads it again and decides.
+ */
+static bool hole_pending(struct mmp_conn *c)
+{
+	struct mmp_tc_frozen f1, f2;
+
+	if (mmp_tc_read_sock(tc_of(c), c->client.fd, &T(c)->tuples[MMP_TC_ROLE_UP], &f1) ||
+	    mmp_tc_read_sock(tc_of(c), c->upstream.fd, &T(c)->tuples[MMP_TC_ROLE_DOWN], &f2))
+		return false;
+	if (f1.ofo || f2.ofo)
+		T(c)->hole_seen = true;
+	return f1.ofo || f2.ofo;
+}
+
+/* Not ready yet: look again at the next check, or give the attempt up past its deadline. */
+static void wait_more(struct mmp_loop *loop, struct mmp_conn *c, const struct mmp_tc_queues *q)
+{
+	if (mmp_now_ms() > T(c)->deadline_ms)
+		give_up(loop, c, q);
+	else
+		mmp_loop_poll_add(loop, c);
+}
+
 /* One look per check: the queues read here decide the drain and the carry alike. */
 void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 {
@@ -672,31 +706,29 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 	if (!T(c)->both_held && !first_stage_done(loop, c, &q)) {
 		if (!T(c)->holding)
 			return; /* aborted */
-		if (mmp_now_ms() > T(c)->deadline_ms)
-			give_up(loop, c, &q);
-		else
-			mmp_loop_poll_add(loop, c);
+		wait_more(loop, c, &q);
 		return;
 	}
 	if (!quiet(&q)) {
 		uint64_t pending = direction_pending(&q, true) + direction_pending(&q, false);
 
 		T(c)->quiet = 0;
-		if (mmp_tc_carry_worth(c, pending) && mmp_tc_carry_ready(c, &q)) {
+		if (mmp_tc_carry_worth(c, pending) && mmp_tc_carry_ready(c, &q) && !hole_pending(c)) {
 			switch_over(loop, c);
 			return;
 		}
 		note_progress(c, pending);
-		if (mmp_now_ms() > T(c)->deadline_ms)
-			give_up(loop, c, &q);
-		else
-			mmp_loop_poll_add(loop, c);
+		wait_more(loop, c, &q);
 		return;
 	}
 	/* Twice in a row: a segment in flight at the first look has landed by the second. */
 	if (++T(c)->quiet < 2) {
 		mmp_tc_announce_window(tc_of(c), c, true, true, true);
 		mmp_loop_poll_add(loop, c);
+		return;
+	}
+	if (hole_pending(c)) {
+		wait_more(loop, c, &q);
 		return;
 	}
 	switch_over(loop, c);
