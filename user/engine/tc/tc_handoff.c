@@ -676,9 +676,8 @@ static bool hole_pending(struct mmp_conn *c)
 	if (mmp_tc_read_sock(tc_of(c), c->client.fd, &T(c)->tuples[MMP_TC_ROLE_UP], &f1) ||
 	    mmp_tc_read_sock(tc_of(c), c->upstream.fd, &T(c)->tuples[MMP_TC_ROLE_DOWN], &f2))
 		return false;
-	if (f1.ofo || f2.ofo)
-		T(c)->hole_seen = true;
-	return f1.ofo || f2.ofo;
+	T(c)->hole_seen = f1.ofo || f2.ofo;
+	return T(c)->hole_seen;
 }
 
 /* Not ready yet: look again at the next check, or give the attempt up past its deadline. */
