@@ -112,8 +112,9 @@ bool mmp_tc_settled(struct mmp_conn *c, bool lb, bool upstream);
 bool mmp_tc_carry_fits(struct mmp_conn *c, const struct mmp_tc_queues *q, bool up, bool down);
 /*
  * Both peers held: switch now with the queues as they are? Once both were
- * told window 0 (the first call tells them), have settled, and each
- * receiver's window takes what is carried to it.
+ * told window 0 (the first call tells them), have settled, each receiver's
+ * window takes what is carried to it, and neither socket holds bytes out of
+ * order (it sets hole_seen from that read).
  */
 bool mmp_tc_carry_ready(struct mmp_conn *c, const struct mmp_tc_queues *q);
 

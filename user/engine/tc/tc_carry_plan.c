@@ -72,19 +72,34 @@ static void note_reading(struct mmp_conn *c, const struct mmp_tc_frozen *f1, con
 		T(c)->reading[k] = acked[k] >= T(c)->acked_seen[k] + TC_READING_MIN_BYTES;
 }
 
-bool mmp_tc_carry_fits(struct mmp_conn *c, const struct mmp_tc_queues *q, bool up, bool down)
+/*
+ * Reads both live sockets once: does what direction up (and/or down) holds
+ * fit its receiver's window? *hole says whether either socket held bytes out
+ * of order (false when one could not be read: the freeze reads it again).
+ */
+static bool fits_now(struct mmp_conn *c, const struct mmp_tc_queues *q, bool up, bool down, bool *hole)
 {
 	struct mmp_tc_frozen f1, f2;
 	struct mmp_tc_carry_plan cp;
 
+	*hole = false;
 	if (mmp_tc_read_sock(tc_of(c), c->client.fd, &T(c)->tuples[MMP_TC_ROLE_UP], &f1) ||
-	    mmp_tc_read_sock(tc_of(c), c->upstream.fd, &T(c)->tuples[MMP_TC_ROLE_DOWN], &f2) ||
-	    f1.ti.tcpi_state != TCP_STATE_ESTABLISHED || f2.ti.tcpi_state != TCP_STATE_ESTABLISHED)
+	    mmp_tc_read_sock(tc_of(c), c->upstream.fd, &T(c)->tuples[MMP_TC_ROLE_DOWN], &f2))
+		return false;
+	*hole = f1.ofo || f2.ofo;
+	if (f1.ti.tcpi_state != TCP_STATE_ESTABLISHED || f2.ti.tcpi_state != TCP_STATE_ESTABLISHED)
 		return false;
 	note_reading(c, &f1, &f2);
 	if (mmp_tc_plan_carry(c, &f1, &f2, q, &cp))
 		return false;
 	return (!up || cp.fits[0]) && (!down || cp.fits[1]);
+}
+
+bool mmp_tc_carry_fits(struct mmp_conn *c, const struct mmp_tc_queues *q, bool up, bool down)
+{
+	bool hole;
+
+	return fits_now(c, q, up, down, &hole);
 }
 
 bool mmp_tc_settled(struct mmp_conn *c, bool lb, bool upstream)
@@ -113,10 +128,16 @@ bool mmp_tc_carry_worth(const struct mmp_conn *c, uint64_t pending)
 
 bool mmp_tc_carry_ready(struct mmp_conn *c, const struct mmp_tc_queues *q)
 {
+	bool fits;
+
 	if (!T(c)->zero_ms) {
 		mmp_tc_announce_window(tc_of(c), c, true, true, true);
 		T(c)->zero_ms = mmp_now_ms();
 		return false;
 	}
-	return mmp_tc_settled(c, true, true) && mmp_tc_carry_fits(c, q, true, true);
+	if (!mmp_tc_settled(c, true, true))
+		return false;
+	/* A hole refuses too, from the same read: the freeze would fail on it (tc_handoff.c, hole_pending). */
+	fits = fits_now(c, q, true, true, &T(c)->hole_seen);
+	return fits && !T(c)->hole_seen;
 }

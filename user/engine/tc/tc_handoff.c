@@ -667,7 +667,8 @@ static bool first_stage_done(struct mmp_loop *loop, struct mmp_conn *c, const st
  * reorders, the attempts that gave up at the freeze failed again and again:
  * t48 1b saw one flow of 4 abort 5 times over its 4 s and never reach the
  * kernel (docs/benchmarks.md, 2026-12-07, seventh). An unreadable socket is
- * not a hole: the freeze reads it again and decides.
+ * not a hole: the freeze reads it again and decides. The quiet path asks
+ * here; a carry's readiness check asks from its own read of the sockets.
  */
 static bool hole_pending(struct mmp_conn *c)
 {
@@ -712,7 +713,7 @@ void mmp_tc_check(struct mmp_loop *loop, struct mmp_conn *c)
 		uint64_t pending = direction_pending(&q, true) + direction_pending(&q, false);
 
 		T(c)->quiet = 0;
-		if (mmp_tc_carry_worth(c, pending) && mmp_tc_carry_ready(c, &q) && !hole_pending(c)) {
+		if (mmp_tc_carry_worth(c, pending) && mmp_tc_carry_ready(c, &q)) {
 			switch_over(loop, c);
 			return;
 		}

@@ -145,7 +145,8 @@ struct mmp_tc_conn {
 	uint8_t first_held; /* MMP_TC_ROLE_HOLD_CONN1 (the LB) or _CONN2 (the upstream): held first */
 	uint8_t quiet; /* consecutive quiet checks */
 	uint8_t acks_asked; /* bit 0: the LB, bit 1: the upstream was sent an ACK probe in this attempt */
-	bool hole_seen; /* at the last look a socket held bytes out of order (hole_pending): a give-up names it */
+	/* At the last look a socket held bytes out of order (hole_pending, mmp_tc_carry_ready): a give-up names it. */
+	bool hole_seen;
 	uint64_t pending_best; /* the fewest bytes queued this stage: a stage gives up when it stops shrinking */
 	/*
 	 * First stage of a staged hold: bytes the peer that is not held has
