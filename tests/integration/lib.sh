@@ -339,7 +339,7 @@ mmp_cmdline() {
 		--xdp-iface) xdp_if=$2 ;;
 		--xdp-mode) xdp_mode=$2 ;;
 		--metrics) metrics=$2 ;;
-		--strip-stacked) # mmproxy-bpf's flags without a value
+		--strip-stacked | --lift-pipe-limits) # mmproxy-bpf's flags without a value
 			extra+=("$1")
 			shift
 			continue

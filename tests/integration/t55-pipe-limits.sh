@@ -19,6 +19,12 @@
 #   0 the running proxy has neither CAP_SYS_RESOURCE nor CAP_SYS_ADMIN
 #   1 fs.pipe-user-pages-soft=1: every new pipe is 8 KiB and cannot grow
 #   2 fs.pipe-user-pages-soft=1, fs.pipe-user-pages-hard=1: pipe2() fails
+#   1c (splice) as 2 with --lift-pipe-limits: the pipes are made with
+#     CAP_SYS_RESOURCE raised (CAP_SYS_ADMIN where this host's bounding set
+#     lacks the first, as CI's does), so no flow copies; the proxy holds that
+#     capability permitted, never effective between pipes
+#   1d --lift-pipe-limits refused with one line naming cause and fix: without
+#     either capability (setpriv), and with --engine auto
 #   1b (splice) fs.pipe-user-pages-soft at 48 pages per pipe: 256 KiB pipes
 #     for all (64 pages) would not fit, and flows fell back; with the pipe
 #     budget (half the soft limit for grown pipes, 64 KiB after) none does
@@ -59,6 +65,27 @@ HARD0=$(cat /proc/sys/fs/pipe-user-pages-hard)
 limits_restore() { sysctl -qw fs.pipe-user-pages-soft="$SOFT0" fs.pipe-user-pages-hard="$HARD0"; }
 cleanup_push limits_restore
 
+# cap_permitted N: the proxy holds capability N in its permitted set.
+cap_permitted() {
+	local prm
+	prm=$(awk '/^CapPrm:/ { print $2 }' "/proc/$MMP_PID/status")
+	[[ -n $prm ]] && (((0x$prm >> $1) & 1))
+}
+
+# lift_caps_check: with --lift-pipe-limits the proxy keeps, permitted only,
+# CAP_SYS_RESOURCE (24) where this shell's bounding set has it, else
+# CAP_SYS_ADMIN (21), and not the other.
+lift_caps_check() {
+	local bnd keep=21 other=24 name=CAP_SYS_ADMIN
+	bnd=$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)
+	(((0x$bnd >> 24) & 1)) && keep=24 other=21 name=CAP_SYS_RESOURCE
+	cap_permitted $keep || case_fail "--lift-pipe-limits: $name is not permitted after set-up, so no pipe can raise it"
+	cap_permitted $other && case_fail "--lift-pipe-limits: capability $other is still permitted after set-up"
+	[[ $name == CAP_SYS_ADMIN ]] && ! grep -q "no CAP_SYS_RESOURCE, so CAP_SYS_ADMIN is kept instead" "$MMP_LOG" &&
+		case_fail "--lift-pipe-limits kept CAP_SYS_ADMIN without the warning that says so"
+	case_note "kept $name, permitted only"
+}
+
 # caps_dropped: the proxy holds neither CAP_SYS_ADMIN (21) nor CAP_SYS_RESOURCE (24).
 caps_dropped() {
 	local eff
@@ -78,13 +105,14 @@ limits_case() {
 	local name=$1 soft=$2 hard=$3 cause=$4 pbase=$5
 	local out="$T_TMP/bidir-$pbase.out" mark ok bad lines right cut stats total ms t0
 	case_begin "$name"
-	if ! mmp_start; then
+	if ! mmp_start ${LIFT:+--lift-pipe-limits}; then
 		case_fail "$MMP_START_ERR"
 		case_end
 		return
 	fi
 	sleep 0.3 # set-up done: capabilities dropped
-	caps_dropped || case_fail "the proxy kept CAP_SYS_ADMIN or CAP_SYS_RESOURCE: the pipe limits would not apply"
+	caps_dropped || case_fail "the proxy kept CAP_SYS_ADMIN or CAP_SYS_RESOURCE effective: the pipe limits would not apply"
+	[[ -n ${LIFT:-} ]] && lift_caps_check
 	mark=$(log_mark "$MMP_LOG")
 	t0=$(date +%s%N)
 	sysctl -qw fs.pipe-user-pages-soft="$soft" fs.pipe-user-pages-hard="$hard"
@@ -175,6 +203,35 @@ else
 fi
 limits_case "2 fs.pipe-user-pages-hard=1 (pipe2 fails with ENFILE): $N echo streams byte-exact, none lost" \
 	1 1 "per-user pipe buffer limit reached (fs.pipe-user-pages-hard" 38000
+if [[ $MMP_ENGINE == splice ]]; then
+	# Without the raise pipe2 fails (case 2): a count of 0 shows every pipe was made with the capability.
+	LIFT=1 EXPECT_FALLBACKS=0 limits_case \
+		"1c --lift-pipe-limits, fs.pipe-user-pages-soft=1 and -hard=1: pipes made with the capability raised, no flow copies" \
+		1 1 "per-user pipe buffer limit reached" 34000
+else
+	case_begin "1c --lift-pipe-limits: pipes made past both limits"
+	case_skip "--lift-pipe-limits takes --engine splice"
+fi
+
+# refused_start WHY PATTERN CMD...: CMD exits non-zero at once, its one error
+# line matches PATTERN, and it leaves no pin directory behind.
+refused_start() {
+	local why=$1 pattern=$2 out rc
+	shift 2
+	out=$(timeout 10 ip netns exec "$TOPO_PROXY" "$@" 2>&1)
+	rc=$?
+	((rc != 0 && rc != 124)) || case_fail "$why: exit status $rc, expected a refusal"
+	grep -q -- "$pattern" <<<"$out" || case_fail "$why: no line says '$pattern': $(grep -v libbpf <<<"$out" | tail -n 2 | tr '\n' ' ')"
+	[[ ! -e $T_TMP/pins-refused ]] || case_fail "$why: left its pin directory"
+}
+
+case_begin "1d --lift-pipe-limits refused without CAP_SYS_RESOURCE and CAP_SYS_ADMIN, and with --engine auto, with the fix named"
+refuse=("$MMP_BIN" run -l "127.0.0.1:$PROXY_PORT" -4 "127.0.0.1:$UP_PORT" --pin-dir "$T_TMP/pins-refused" --lift-pipe-limits)
+refused_start "without CAP_SYS_RESOURCE and CAP_SYS_ADMIN" "missing capability CAP_SYS_RESOURCE: --lift-pipe-limits .*or drop --lift-pipe-limits" \
+	setpriv --inh-caps=-all --bounding-set=-sys_resource,-sys_admin -- "${refuse[@]}" --engine splice
+refused_start "with --engine auto" "--lift-pipe-limits sizes the relay pipes of TCP flows, which only --engine splice grows" \
+	"${refuse[@]}" --engine auto
+case_end
 
 if [[ $MMP_ENGINE == tc ]]; then
 	# The hand-off put off until the flows copy without pipes (each moves

@@ -221,6 +221,34 @@ static void test_tcp_and_udp(void **state)
 	assert_string_equal(cfg.pin_dir, "/sys/fs/bpf/mmproxy-bpf/tcpudp-0_0_0_0-7000");
 }
 
+/* --lift-pipe-limits: only where --engine splice grows relay pipes of TCP flows (docs/DESIGN.md §3d). */
+static void test_lift_pipe_limits(void **state)
+{
+	char *splice[] = { "mmproxy-bpf", "run", "--engine", "splice", "--lift-pipe-limits", NULL };
+	char *before[] = { "mmproxy-bpf", "run", "--lift-pipe-limits", "--engine", "splice", NULL };
+	char *both[] = { "mmproxy-bpf", "run", "-p", "tcp,udp", "--udp-any-source", "--engine", "splice",
+			 "--lift-pipe-limits", NULL };
+	char *dflt[] = { "mmproxy-bpf", "run", "--lift-pipe-limits", NULL };
+	char *tc[] = { "mmproxy-bpf", "run", "--engine", "tc", "--lift-pipe-limits", NULL };
+	char *udp[] = { "mmproxy-bpf", "run", "-p", "udp", "--udp-any-source", "--engine", "splice",
+			"--lift-pipe-limits", NULL };
+	char *stats[] = { "mmproxy-bpf", "stats", "--lift-pipe-limits", NULL };
+	char *off[] = { "mmproxy-bpf", "run", "--engine", "splice", NULL };
+	struct mmp_config cfg;
+
+	assert_int_equal(mmp_config_parse(ARGC(off), off, &cfg), 0);
+	assert_false(cfg.lift_pipe_limits);
+	assert_int_equal(mmp_config_parse(ARGC(splice), splice, &cfg), 0);
+	assert_true(cfg.lift_pipe_limits);
+	assert_int_equal(mmp_config_parse(ARGC(before), before, &cfg), 0); /* the engine is checked after every flag */
+	assert_true(cfg.lift_pipe_limits);
+	assert_int_equal(mmp_config_parse(ARGC(both), both, &cfg), 0);
+	assert_int_equal(mmp_config_parse(ARGC(dflt), dflt, &cfg), -EINVAL); /* auto: tc-eligible flows keep 64 KiB */
+	assert_int_equal(mmp_config_parse(ARGC(tc), tc, &cfg), -EINVAL);
+	assert_int_equal(mmp_config_parse(ARGC(udp), udp, &cfg), -EINVAL); /* UDP has no relay pipes */
+	assert_int_equal(mmp_config_parse(ARGC(stats), stats, &cfg), -EINVAL);
+}
+
 /* TC filter identities: the legacy default keeps its fixed ones; UDP's sort ahead of every tc engine filter. */
 static void test_tc_identity(void **state)
 {
@@ -343,7 +371,10 @@ static void test_help_lists_every_option(void **state)
 		fclose(f);
 		for (size_t i = 0; i < mmp_options_n; i++) {
 			const struct mmp_option *o = &mmp_options[i];
-			char flag[64], *argv[5] = { "mmproxy-bpf", (char *)word, flag, NULL, NULL };
+			/* A flag that only one engine takes comes with that engine (test_lift_pipe_limits). */
+			bool splice_only = !strcmp(o->name, "lift-pipe-limits");
+			char flag[64], *argv[7] = { "mmproxy-bpf", (char *)word, flag, NULL, NULL, NULL, NULL };
+			int argc = o->arg ? 4 : 3;
 			struct mmp_config cfg;
 
 			if (!(o->commands & (1u << cmd)))
@@ -353,7 +384,11 @@ static void test_help_lists_every_option(void **state)
 				fail_msg("%s --help does not list %s", word, flag);
 			if (o->arg && !(argv[3] = (char *)sample_value(o)))
 				fail_msg("%s: no sample value in test_config.c's samples[]", flag);
-			if (mmp_config_parse(o->arg ? 4 : 3, argv, &cfg))
+			if (splice_only) {
+				argv[argc++] = "--engine";
+				argv[argc++] = "splice";
+			}
+			if (mmp_config_parse(argc, argv, &cfg))
 				fail_msg("%s %s %s: refused", word, flag, argv[3] ? argv[3] : "");
 		}
 		free(text);
@@ -399,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_xdp_options),
 		cmocka_unit_test(test_udp_needs_allow_list),
 		cmocka_unit_test(test_tcp_and_udp),
+		cmocka_unit_test(test_lift_pipe_limits),
 		cmocka_unit_test(test_keepalive_and_idle),
 		cmocka_unit_test(test_help_lists_every_option),
 		cmocka_unit_test(test_defaults_match_help),

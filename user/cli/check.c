@@ -52,9 +52,10 @@ static bool check_caps(const struct mmp_config *cfg)
 
 	caps = mmp_caps_to_start(&n);
 	for (int i = 0; i < n; i++) {
-		/* CAP_SYS_ADMIN also covers CAP_BPF and CAP_PERFMON (and is all older kernels know). */
+		/* CAP_SYS_ADMIN also covers CAP_BPF and CAP_PERFMON (and is all older kernels know), and lifts the pipe limits. */
 		bool have = has_cap(eff, caps[i].cap) ||
-			    ((caps[i].cap == CAP_BPF || caps[i].cap == CAP_PERFMON) && has_cap(eff, CAP_SYS_ADMIN));
+			    ((caps[i].cap == CAP_BPF || caps[i].cap == CAP_PERFMON || caps[i].cap == CAP_SYS_RESOURCE) &&
+			     has_cap(eff, CAP_SYS_ADMIN));
 
 		if (!(caps[i].features & features))
 			continue;
@@ -141,6 +142,10 @@ int mmp_check_startup(const struct mmp_config *cfg)
 	}
 	if (!has_cap(eff, CAP_BPF) && !has_cap(eff, CAP_SYS_ADMIN)) {
 		pr_err("missing capability CAP_BPF: the allowed-subnets maps cannot be created (run as root or grant CAP_BPF)");
+		return -EPERM;
+	}
+	if (cfg->lift_pipe_limits && mmp_pipe_cap_choose()) {
+		pr_err("missing capability CAP_SYS_RESOURCE: --lift-pipe-limits keeps it (or CAP_SYS_ADMIN) for the relay pipes (run as root, add it to the unit's AmbientCapabilities= and CapabilityBoundingSet=, or drop --lift-pipe-limits)");
 		return -EPERM;
 	}
 	/* Warn, don't fail: an operator may route replies back another way. */

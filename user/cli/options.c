@@ -47,6 +47,7 @@ enum long_only_opts {
 	OPT_KEEPALIVE,
 	OPT_TAKEOVER,
 	OPT_DRAIN_TIMEOUT,
+	OPT_LIFT_PIPE_LIMITS,
 	OPT_HELP,
 };
 
@@ -137,6 +138,9 @@ const struct mmp_option mmp_options[] = {
 	{ "xdp-iface", OPT_XDP_IFACE, "IF[,IF...]", RUN | CHECK, NULL,
 	  "drop SYNs/datagrams from sources outside -a in XDP on these interfaces (default none)" },
 	{ "xdp-mode", OPT_XDP_MODE, "native|skb", RUN, NULL, "XDP attach mode (default native, else skb)" },
+	{ "lift-pipe-limits", OPT_LIFT_PIPE_LIMITS, NULL, RUN | CHECK, NULL,
+	  "--engine splice: keep CAP_SYS_RESOURCE, raised only while a relay pipe is made, so every long flow's "
+	  "pipes are 1 MiB past fs.pipe-user-pages-soft, as the peers' are (up to 2 MiB of kernel memory a flow)" },
 	{ "max-queued", OPT_MAX_QUEUED, "BYTES", RUN, "4194304",
 	  "sockmap: bytes queued per flow and direction before the sender is slowed by TCP flow control "
 	  "(default 4194304)" },
@@ -472,6 +476,9 @@ static int apply_option(struct mmp_config *cfg, int c, char *arg)
 	case OPT_TAKEOVER:
 		cfg->takeover = true;
 		break;
+	case OPT_LIFT_PIPE_LIMITS:
+		cfg->lift_pipe_limits = true;
+		break;
 	case OPT_DRAIN_TIMEOUT:
 		if (parse_long(arg, 0, 86400, &v))
 			return bad_option("--drain-timeout", arg, "seconds, 0 to 86400");
@@ -649,6 +656,13 @@ int mmp_config_parse(int argc, char **argv, struct mmp_config *cfg)
 	if (cfg->takeover && (cfg->protocol == IPPROTO_UDP || cfg->tcp_and_udp)) {
 		fprintf(stderr, "mmproxy-bpf: --takeover serves -p tcp only (UDP flows cannot move to another process): "
 				"restart a UDP instance the usual way, or drop --takeover\n");
+		return -EINVAL;
+	}
+	/* Only --engine splice grows its relay pipes: a flow the tc engine may take keeps 64 KiB for its drain (§3d). */
+	if (cfg->lift_pipe_limits && (cfg->engine != MMP_ENGINE_SPLICE || cfg->protocol == IPPROTO_UDP)) {
+		fprintf(stderr, "mmproxy-bpf: --lift-pipe-limits sizes the relay pipes of TCP flows, which only "
+				"--engine splice grows: run -p tcp (or tcp,udp) with --engine splice, or drop "
+				"--lift-pipe-limits\n");
 		return -EINVAL;
 	}
 	/* Two XDP programs cannot share an interface the way two reuseport listeners do. */

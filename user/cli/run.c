@@ -78,6 +78,8 @@ static int finish_setup(const struct mmp_config *cfg, const struct mmp_xdp_gate 
 		features |= MMP_FEAT_XDP_DISPATCHER;
 	if (cfg->mark)
 		features |= MMP_FEAT_MARK;
+	if (cfg->lift_pipe_limits)
+		features |= mmp_pipe_cap_feature(); /* chosen by mmp_check_startup */
 	mmp_privileges_drop(features);
 	return mmp_metrics_serve(metrics);
 }

@@ -67,6 +67,8 @@ struct mmp_config {
 	int route_table; /* setup-routing / cleanup-routing / check */
 	enum mmp_udp_header udp_header; /* -p udp: --udp-header */
 	uint64_t max_queued; /* sockmap: bytes queued per flow and direction before backpressure */
+	/* --lift-pipe-limits: --engine splice keeps CAP_SYS_RESOURCE for 1 MiB relay pipes (docs/DESIGN.md §3d) */
+	bool lift_pipe_limits;
 	/* tc engine */
 	const char *ifaces[32]; /* --iface: interfaces carrying a remote load balancer's traffic */
 	int n_ifaces;

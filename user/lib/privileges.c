@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <linux/capability.h>
 #include <cap-ng.h>
@@ -28,6 +30,8 @@ static const struct mmp_cap_need start_needs[] = {
 	  "the tc engine's, the sockmap engine's, the UDP fast path's and the XDP gate's programs" },
 	{ CAP_NET_RAW, "CAP_NET_RAW", MMP_FEAT_TC,
 	  "the tc engine's raw socket for window updates; without it auto runs splice" },
+	{ CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE", MMP_FEAT_PIPES,
+	  "--lift-pipe-limits: 1 MiB relay pipes (CAP_SYS_ADMIN serves where it is lacking)" },
 };
 
 /*
@@ -50,6 +54,16 @@ static const struct mmp_cap_need run_needs[] = {
 	{ CAP_NET_BIND_SERVICE, "CAP_NET_BIND_SERVICE", MMP_FEAT_UPSTREAM, "binding clients whose port is below 1024" },
 	/* libxdp finds a dispatcher's programs by id to detach ours (BPF_PROG_GET_FD_BY_ID). */
 	{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN", MMP_FEAT_XDP_DISPATCHER, "libxdp's dispatcher detach at exit" },
+	/*
+	 * Lifts the per-user pipe limits (fs/pipe.c), which are checked only
+	 * when a pipe is made or resized: so it is raised around those calls
+	 * alone (engine/splice/splice_copy.c) and not effective otherwise,
+	 * where it would also lift rlimits, quotas and reserved disk space.
+	 */
+	{ CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE", MMP_FEAT_PIPES, "1 MiB relay pipes, raised only while one is made",
+	  .on_demand = true },
+	{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN", MMP_FEAT_PIPES_ADMIN,
+	  "1 MiB relay pipes, raised only while one is made: no CAP_SYS_RESOURCE", .on_demand = true },
 };
 
 /* What the data path of one protocol (cfg->protocol) uses. */
@@ -79,6 +93,8 @@ unsigned int mmp_features_configured(const struct mmp_config *cfg)
 		f |= MMP_FEAT_XDP_GATE;
 	if (cfg->mark)
 		f |= MMP_FEAT_MARK;
+	if (cfg->lift_pipe_limits)
+		f |= MMP_FEAT_PIPES;
 	return f;
 }
 
@@ -133,7 +149,8 @@ void mmp_privileges_drop(unsigned int features)
 	for (size_t i = 0; i < ARRAY_LEN(run_needs); i++) {
 		if (!(run_needs[i].features & features))
 			continue;
-		capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET, run_needs[i].cap);
+		capng_update(CAPNG_ADD, (run_needs[i].on_demand ? 0 : CAPNG_EFFECTIVE) | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+			     run_needs[i].cap);
 		len += snprintf(kept + len, len < sizeof(kept) ? sizeof(kept) - len : 0, "%s%s (%s)",
 				len ? ", " : "", run_needs[i].name, run_needs[i].why);
 	}
@@ -151,4 +168,66 @@ void mmp_privileges_drop(unsigned int features)
 		return;
 	}
 	pr_info("set-up done: dropped every capability but %s", len ? kept : "none");
+}
+
+/*
+ * capget/capset on the calling thread (pid 0), not libcap-ng: its
+ * capng_get_caps_process also reads /proc for the bounding set, a file
+ * opened per call on a path taken per long flow.
+ */
+static int set_effective(int cap, bool on)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (cap < 0 || cap > CAP_LAST_CAP)
+		return -EINVAL;
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	if (on)
+		data[CAP_TO_INDEX(cap)].effective |= CAP_TO_MASK(cap);
+	else
+		data[CAP_TO_INDEX(cap)].effective &= ~CAP_TO_MASK(cap);
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	return 0;
+}
+
+int mmp_privilege_raise(int cap)
+{
+	return set_effective(cap, true);
+}
+
+void mmp_privilege_lower(int cap)
+{
+	set_effective(cap, false); /* cannot fail: dropping from the effective set needs no privilege */
+}
+
+/* Set once at start, before any thread runs; read by the threads that make pipes. */
+static int pipe_cap = -1;
+
+int mmp_pipe_cap_choose(void)
+{
+	if (capng_get_caps_process())
+		return -EPERM;
+	if (capng_have_capability(CAPNG_EFFECTIVE, CAP_SYS_RESOURCE)) {
+		pipe_cap = CAP_SYS_RESOURCE;
+	} else if (capng_have_capability(CAPNG_EFFECTIVE, CAP_SYS_ADMIN)) {
+		/* A container may drop the narrow one and keep the broad one (as this project's CI host does). */
+		pipe_cap = CAP_SYS_ADMIN;
+		pr_warn("warning: --lift-pipe-limits: no CAP_SYS_RESOURCE, so CAP_SYS_ADMIN is kept instead, which grants far more (permitted only, raised while a pipe is made): grant CAP_SYS_RESOURCE to keep that one");
+	} else {
+		return -EPERM;
+	}
+	return 0;
+}
+
+int mmp_pipe_cap(void)
+{
+	return pipe_cap;
+}
+
+unsigned int mmp_pipe_cap_feature(void)
+{
+	return pipe_cap == CAP_SYS_ADMIN ? MMP_FEAT_PIPES_ADMIN : MMP_FEAT_PIPES;
 }

@@ -29,6 +29,8 @@ enum mmp_feature {
 	MMP_FEAT_XDP_GATE = 1 << 4, /* --xdp-iface */
 	MMP_FEAT_MARK = 1 << 5, /* -m: SO_MARK */
 	MMP_FEAT_XDP_DISPATCHER = 1 << 6, /* the gate shares libxdp's dispatcher (never on this kernel, §2) */
+	MMP_FEAT_PIPES = 1 << 7, /* --lift-pipe-limits, with CAP_SYS_RESOURCE (mmp_pipe_cap) */
+	MMP_FEAT_PIPES_ADMIN = 1 << 8, /* --lift-pipe-limits, with CAP_SYS_ADMIN where CAP_SYS_RESOURCE is lacking */
 };
 
 /* One capability and the features that need it, with why. */
@@ -37,6 +39,8 @@ struct mmp_cap_need {
 	const char *name; /* "CAP_NET_ADMIN" */
 	unsigned int features; /* needed when any of these is used */
 	const char *why;
+	/* After set-up: kept permitted only, and a thread raises it just while it uses it (mmp_privilege_raise). */
+	bool on_demand;
 };
 
 /* The features cfg may use: every engine --engine may choose (auto: tc and splice), the fast path, the gate, -m. */
@@ -54,5 +58,25 @@ const struct mmp_cap_need *mmp_caps_to_start(int *n);
  * the run goes on with what it has.
  */
 void mmp_privileges_drop(unsigned int features);
+
+/*
+ * Makes cap effective in the calling thread only (capabilities are per
+ * thread), for a call that needs it; it must be permitted (on_demand).
+ * 0, or a negative errno with nothing changed. mmp_privilege_lower undoes it.
+ */
+int mmp_privilege_raise(int cap);
+void mmp_privilege_lower(int cap);
+
+/*
+ * --lift-pipe-limits, at start (before any thread): chooses the capability
+ * that lifts the per-user pipe limits, CAP_SYS_RESOURCE, or CAP_SYS_ADMIN
+ * (which the kernel accepts too: fs/pipe.c, pipe_is_unprivileged_user)
+ * where the process lacks the first, with a warning; 0, or -EPERM with
+ * neither. mmp_pipe_cap returns it (-1 before, or when none).
+ */
+int mmp_pipe_cap_choose(void);
+int mmp_pipe_cap(void);
+/* The feature that keeps mmp_pipe_cap() after set-up: MMP_FEAT_PIPES or MMP_FEAT_PIPES_ADMIN. */
+unsigned int mmp_pipe_cap_feature(void);
 
 #endif

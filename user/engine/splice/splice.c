@@ -252,6 +252,7 @@ static int splice_start(struct mmp_loop *loop, struct mmp_conn *c)
 	 * without these rules, left an A/B there inconclusive (docs/DESIGN.md §3d).
 	 */
 	s->dir[0].relay_only = s->dir[1].relay_only = loop->cfg->engine == MMP_ENGINE_SPLICE;
+	s->dir[0].lift_limits = s->dir[1].lift_limits = loop->cfg->lift_pipe_limits; /* --engine splice only (options.c) */
 	c->ctx = s;
 	/* No pipes yet: a direction opens its own once it needs one (splice_copy.c). */
 	if (!c->header_consumed) {

@@ -14,16 +14,31 @@
 #include <sys/socket.h>
 #include "engine/splice/splice_dir.h"
 #include "engine/splice/splice_pipe_budget.h"
+#include "lib/privileges.h"
+
+/*
+ * --lift-pipe-limits: CAP_SYS_RESOURCE (or CAP_SYS_ADMIN, mmp_pipe_cap) is
+ * effective in this thread while the pipe is made and grown, so neither
+ * per-user pipe limit applies (fs/pipe.c checks them only then), and the
+ * pipe takes nothing from the budget.
+ */
+static bool lift_limits(const struct mmp_splice_dir *d)
+{
+	return d->lift_limits && d->relay_only && !mmp_privilege_raise(mmp_pipe_cap());
+}
 
 int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 {
 	struct mmp_pipe_budget *budget = mmp_splice_pipe_budget();
+	bool lifted = lift_limits(d);
 	int p[2], sz, resize_err = 0;
 	long pages = 0;
 
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
 		d->pipe_fail = PIPE_FAIL_CREATE;
 		d->pipe_err = -errno;
+		if (lifted)
+			mmp_privilege_lower(mmp_pipe_cap());
 		return d->pipe_err;
 	}
 	/*
@@ -34,13 +49,17 @@ int mmp_splice_open_pipe(struct mmp_splice_dir *d, int dst)
 	 * engine may take keeps the default 64 KiB, since its hand-off must
 	 * drain the pipe (docs/DESIGN.md §3b, "Bounded queues").
 	 */
-	if (d->relay_only)
+	if (lifted)
+		resize_err = fcntl(p[1], F_SETPIPE_SZ, MMP_SPLICE_PIPE_BYTES_LARGE) < 0 ? -errno : 0;
+	else if (d->relay_only)
 		pages = mmp_pipe_budget_take(budget);
 	if (pages && fcntl(p[1], F_SETPIPE_SZ, pages * mmp_pipe_page_size()) < 0) {
 		resize_err = -errno;
 		mmp_pipe_budget_give(budget, pages);
 		pages = 0;
 	}
+	if (lifted)
+		mmp_privilege_lower(mmp_pipe_cap());
 	sz = fcntl(p[1], F_GETPIPE_SZ);
 	/*
 	 * Too small to park what one first-bytes read took (park_rest writes it

@@ -69,6 +69,12 @@ struct mmp_splice_dir {
 	 * may take keep the drain it was measured with.
 	 */
 	bool relay_only;
+	/*
+	 * --lift-pipe-limits (with relay_only): the pipe is made and grown to
+	 * MMP_SPLICE_PIPE_BYTES_LARGE with CAP_SYS_RESOURCE raised, outside the
+	 * budget, which the per-user limits it shares no longer bind.
+	 */
+	bool lift_limits;
 	int reset_errno; /* the errno of the call that made a pump return PUMP_RESET_*, for the -v 2 line */
 };
 
@@ -86,7 +92,7 @@ static inline bool mmp_splice_piped(const struct mmp_splice_dir *d)
 
 /*
  * Opens d's pipe and, with d->relay_only, grows it as far as the pipe budget
- * allows (splice_pipe_budget.h) and caps the unsent bytes dst's send queue
+ * allows (splice_pipe_budget.h), or to 1 MiB with d->lift_limits, and caps the unsent bytes dst's send queue
  * holds (MMP_SPLICE_NOTSENT_LOWAT). A pipe that holds less than
  * MMP_SPLICE_COPY_BYTES (the per-user soft limit gives 8 KiB ones) is closed
  * again: the first-bytes path parks up to that much in one write. Returns 0,
