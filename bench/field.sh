@@ -137,9 +137,9 @@ fi
 proxy_cmd() { # CFG UPPORT VERBOSE (--detach: see bench/run.sh)
 	case $1 in
 	mmproxy-bpf/*) echo "$BIN run -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 --listeners 2" \
-		"--engine ${1#mmproxy-bpf/} --pin-dir $PIN_DIR --detach -v $3" ;;
+		"$(engine_flags "${1#mmproxy-bpf/}") --pin-dir $PIN_DIR --detach -v $3" ;;
 	mmproxy-bpf-base/*) echo "$BASE_BIN run -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 --listeners 2" \
-		"--engine ${1#mmproxy-bpf-base/} --pin-dir $PIN_DIR --detach -v $3" ;;
+		"$(engine_flags "${1#mmproxy-bpf-base/}") --pin-dir $PIN_DIR --detach -v $3" ;;
 	go-mmproxy-*) echo "${PEER[$1]} -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 -listeners 2 -v 0" ;;
 	mmproxy-rs) echo "${PEER[$1]} -l 127.0.0.1:$P_PROXY -4 127.0.0.1:$2 -6 [::1]:$2 --listeners 2" ;;
 	esac

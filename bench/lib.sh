@@ -2,6 +2,17 @@
 # bench/lib.sh: process and namespace helpers shared by the benchmark
 # scripts (run.sh, scale.sh, field.sh, bridged.sh). Source it after BENCH_DIR is set.
 
+# engine_flags ENGINE: mmproxy-bpf's flags for a configuration's engine
+# name: an engine (auto, tc, splice, sockmap), or splice-lifted, the splice
+# engine with --lift-pipe-limits (1 MiB relay pipes, as the peers have when
+# they run with CAP_SYS_RESOURCE; docs/DESIGN.md §3d).
+engine_flags() {
+	case $1 in
+	splice-lifted) echo "--engine splice --lift-pipe-limits" ;;
+	*) echo "--engine $1" ;;
+	esac
+}
+
 # in_ns NS CMD...: run CMD in network namespace NS (nsenter execs it, so a
 # backgrounded call's $! is CMD's own PID).
 in_ns() { nsenter --net="/run/netns/$1" "${@:2}"; }

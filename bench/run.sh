@@ -296,8 +296,10 @@ start_proxy() {
 			# --detach: a tc instance stopped with flows still spliced would leave
 			# its filter on lo for a successor, and every later configuration
 			# would pay for it per packet.
+			local -a engine
+			read -r -a engine <<<"$(engine_flags "${inner#*/}")"
 			cmd=("$bin" run -l "127.0.0.1:$PORT_PROXY" -4 "127.0.0.1:$up" -6 "[::1]:$up"
-				--listeners 2 --engine "${inner#*/}" --pin-dir "$PIN_DIR" --detach -v 0)
+				--listeners 2 "${engine[@]}" --pin-dir "$PIN_DIR" --detach -v 0)
 			[[ $proto == udp ]] && cmd+=(-p udp)
 			# Builds since issue 26 refuse UDP without -a unless told so; older ones lack the flag.
 			# The help is read whole first: under pipefail, grep -q closing the pipe early made the
