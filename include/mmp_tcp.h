@@ -50,7 +50,9 @@
 	X(tc_carry_abandoned, "tc_carry_abandoned",                                                             \
 	  "carries given up: the receiver sent nothing for 10 s (its flow was removed)")                           \
 	X(tc_carry_fast_resent, "tc_carry_fast_resent",                                                         \
-	  "carried bytes sent again at once: the receiver kept sending but acked nothing (a hole)")
+	  "carried bytes sent again at once: the receiver kept sending but acked nothing (a hole)")               \
+	X(tc_within_1s, "tc_within_1s",                                                                         \
+	  "flows the tc engine took over within 1 s of their accept, aborted attempts and retries included")
 
 struct mmp_tcp_counters {
 #define MMP_TCP_X_FIELD(id, name, help) __u64 id;

@@ -338,7 +338,9 @@ tc_bidir_wait() {
 #   - what ECHO_CHECK asserts;
 #   - no flow stayed on splice (-v 2 lines, tc_outcomes);
 #   - with ECHO_WITHIN_S set, every flow in the kernel within ECHO_WITHIN_S s
-#     of its start: MMP_TC_HANDOFF_DELAY plus the longest hand-off;
+#     of its start: MMP_TC_HANDOFF_DELAY plus the longest hand-off; and with
+#     ECHO_WITHIN_S=1 and tc_echo_check_carried, tcp.tc_within_1s = ECHO_N
+#     (the proxy's own count from each accept, retries included);
 #   - no data segment dropped by PAWS (tc_paws_verdict);
 #   - at most ECHO_MAX_RTOS (default 0) RTOs in the proxy namespace;
 #   - with ECHO_NO_LOSS=1, no segment dropped with bytes its receiver lacked
@@ -430,8 +432,8 @@ json_counter() {
 
 # tc_echo_watch_stats: a tc_echo_case ECHO_WHILE hook (t60, t61). Reads
 # stats --json while the streams run, until every flow reaches the kernel
-# (IN_KERNEL: tcp.tc_flows = ECHO_N), and sets CARRIED (tcp.tc_carried) from
-# the last read.
+# (IN_KERNEL: tcp.tc_flows = ECHO_N), and sets CARRIED (tcp.tc_carried) and
+# WITHIN (tcp.tc_within_1s, published in the same snapshot) from the last read.
 # shellcheck disable=SC2317 # called through tc_echo_case's ECHO_WHILE
 tc_echo_watch_stats() {
 	local js="$T_TMP/stats-$ECHO_PORT_BASE.json" i
@@ -444,6 +446,7 @@ tc_echo_watch_stats() {
 		sleep 0.2
 	done
 	CARRIED=$(json_counter "$js" tc_carried)
+	WITHIN=$(json_counter "$js" tc_within_1s)
 }
 
 # tc_echo_check_carried: a tc_echo_case ECHO_CHECK hook, after
@@ -454,13 +457,17 @@ tc_echo_watch_stats() {
 tc_echo_check_carried() {
 	((${IN_KERNEL:-0} == ECHO_N)) || case_fail "stats --json: tcp.tc_flows ${IN_KERNEL:-?} of $ECHO_N while the streams ran"
 	((${CARRIED:-0} > 0)) || case_fail "stats --json: tcp.tc_carried ${CARRIED:-?}: no hand-off carried bytes, so the case tested nothing new"
+	# Counted by the proxy from each accept, so an aborted attempt and its retry count too (the log's hand-off times do not).
+	if [[ $ECHO_WITHIN_S == 1 ]] && ((${WITHIN:-0} < ECHO_N)); then
+		case_fail "stats --json: tcp.tc_within_1s ${WITHIN:-?} of $ECHO_N: a flow reached the kernel more than 1 s after its accept"
+	fi
 	local k shot=""
 	# What the programs dropped on purpose (the watcher's tc_ingress), by cause, and what the carrier sent again.
 	for k in freeze_drops frozen_socket_acks_dropped carry_acks_dropped rsts_out_of_window_dropped carry_acks_refreshed snd_nxt_raised_by_ack probe_acks_delivered tc_carry_resent tc_carry_fast_resent; do
 		shot+=" $k $(tc_counter "$MMP_PINDIR" "$k"),"
 	done
-	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $ECHO_N in the kernel, $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR; $DROP_WATCH; tc:${shot%,}"
-	case_note "$ECHO_OK/$ECHO_N exact, tc_flows $IN_KERNEL, carried $CARRIED, hand-off p50 $HO_P50 max $HO_MAX ms, $OC_ABORTED aborted, $ECHO_MS ms"
+	echo "# $T_ID $ECHO_NAME: $IN_KERNEL of $ECHO_N in the kernel (${WITHIN:-?} within 1 s of their accept), $CARRIED hand-offs carried bytes; hand-off p50 $HO_P50 ms, p99 $HO_P99 ms, max $HO_MAX ms; $OC_ABORTED attempts aborted; $NSTAT_STR; $DROP_WATCH; tc:${shot%,}"
+	case_note "$ECHO_OK/$ECHO_N exact, tc_flows $IN_KERNEL (within 1 s: ${WITHIN:-?}), carried $CARRIED, hand-off p50 $HO_P50 max $HO_MAX ms, $OC_ABORTED aborted, $ECHO_MS ms"
 }
 
 # hap_lb_start: HAProxy in LB_NS as a remote load balancer (send-proxy-v2),

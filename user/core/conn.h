@@ -51,6 +51,7 @@ struct mmp_conn {
 	const struct sockaddr_storage *target; /* -4 or -6, or target_mapped */
 	struct sockaddr_storage target_mapped; /* -4/-6 given as a range: the port mapped from ours (docs/DESIGN.md §8) */
 	uint64_t deadline_ms; /* header or connect deadline */
+	uint64_t accepted_ms; /* the load balancer's connection accepted: tc's time to the kernel counts from it */
 	struct mmp_conn *prev, *next; /* in the loop's list for its state */
 	size_t header_len; /* PROXY header length */
 	size_t header_lowat; /* SO_RCVLOWAT set while a long header trickles in; 0: never set */

@@ -20,7 +20,8 @@ struct mmp_conn *mmp_conn_new(struct mmp_loop *loop, int fd, const struct sockad
 	c->upstream = (struct mmp_endpoint){ .fd = -1, .conn = c };
 	c->lb_addr = *peer;
 	c->state = CONN_HEADER;
-	c->deadline_ms = mmp_now_ms() + loop->cfg->header_timeout_ms;
+	c->accepted_ms = mmp_now_ms();
+	c->deadline_ms = c->accepted_ms + loop->cfg->header_timeout_ms;
 	mmp_conn_list_push(&loop->header_wait, c);
 	mmp_count(loop->counters, MMP_TCP_CNT_active, 1);
 	return c;

@@ -575,6 +575,9 @@ static void switch_over(struct mmp_loop *loop, struct mmp_conn *c)
 	T(c)->holding = false;
 	took_us = (mmp_now_ns() - T(c)->start_ns) / 1000;
 	mmp_count(loop->counters, MMP_TCP_CNT_tc_flows, 1);
+	/* Issue 24's target, counted where stats --json reads it: every long flow in the kernel 1 s after its start. */
+	if (mmp_now_ms() - c->accepted_ms <= TC_WITHIN_MS)
+		mmp_count(loop->counters, MMP_TCP_CNT_tc_within_1s, 1);
 	if (T(c)->up_oif)
 		mmp_count(loop->counters, MMP_TCP_CNT_tc_beyond_loopback, 1);
 	mmp_hist_record(&mmp_handoff_latency, took_us); /* mmproxy_handoff_duration_seconds */

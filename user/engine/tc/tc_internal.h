@@ -33,6 +33,7 @@ struct tc_bpf;
  * first (docs/DESIGN.md §3b, "Staged HOLD"); later attempts back off.
  */
 #define HOLD_BOTH_TIMEOUT_MS 40
+#define TC_WITHIN_MS 1000 /* tc_within_1s: in the kernel this long after the accept */
 #define HOLD_TIMEOUT_MS 300
 #define HOLD_MAX_MS 3000
 #define HOLD_ATTEMPTS 6
