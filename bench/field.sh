@@ -23,8 +23,9 @@
 # line also has tc_flows_1s (flows spliced in the kernel 1.5 s after the
 # start, 2 s for streams1000, from `mmproxy-bpf stats --json`: each flow is
 # then at least 1 s old, as tcpkali opens 100 connections/s, 1000 for
-# streams1000), with tc_carried and tc_aborted read at the same time, and
-# handed/aborted (-v 2 log lines).
+# streams1000), with tc_within_1s (flows the proxy counted in the kernel within
+# 1 s of their accept, retries included), tc_carried and tc_aborted read at
+# the same time, and handed/aborted (-v 2 log lines).
 # With --lock FILE each round holds flock FILE (shared namespace tests):
 # one load's configurations, or with --round-major all loads' (runs still
 # interleave configurations).
@@ -224,7 +225,8 @@ run_one() {
 try: t = json.load(open(sys.argv[1]))["tcp"]
 except Exception: t = {}
 print(",".join("\"%s\":%s" % (k, json.dumps(t.get(v))) for k, v in
-    (("tc_flows_1s", "tc_flows"), ("tc_carried_1s", "tc_carried"), ("tc_aborted_1s", "tc_aborted"))))' "$TMP/stats.json")"
+    (("tc_flows_1s", "tc_flows"), ("tc_within_1s", "tc_within_1s"), ("tc_carried_1s", "tc_carried"),
+     ("tc_aborted_1s", "tc_aborted"))))' "$TMP/stats.json")"
 		fi
 		wait $kpid || log "  tcpkali failed: $(tail -2 "$TMP/out")"
 		[[ -n $APID ]] && attach_stop

@@ -24,9 +24,10 @@ for path in sys.argv[1:]:
             runs[key].append(r["value"])
             byround.setdefault((path, r["load"], r["round"]), {})[r["config"]] = r["value"]
         if r.get("tc_flows_1s") is not None:
-            extra[key].append("%s/%s/%s" % (r.get("tc_flows_1s"), r["flows_handed"], r["aborted"]))
+            extra[key].append("%s/%s/%s/%s" % (r.get("tc_flows_1s"), r.get("tc_within_1s", "-"), r["flows_handed"],
+                                               r["aborted"]))
 
-print("| load | configuration | median | range | ratio to no proxy | ratio in each round | tc: in kernel at 1.5 s / flows handed off / aborted hand-offs |")
+print("| load | configuration | median | range | ratio to no proxy | ratio in each round | tc: in kernel at 1.5 s / within 1 s of their accept / flows handed off / aborted hand-offs |")
 print("|---|---|---|---|---|---|---|")
 for load, cfg in order:
     v = runs[(load, cfg)]
