@@ -71,7 +71,7 @@ struct mmp_splice_dir {
 	bool relay_only;
 	/*
 	 * --lift-pipe-limits (with relay_only): the pipe is made and grown to
-	 * MMP_SPLICE_PIPE_BYTES_LARGE with CAP_SYS_RESOURCE raised, outside the
+	 * MMP_SPLICE_PIPE_BYTES_LARGE with mmp_pipe_cap() raised, outside the
 	 * budget, which the per-user limits it shares no longer bind.
 	 */
 	bool lift_limits;
@@ -92,8 +92,8 @@ static inline bool mmp_splice_piped(const struct mmp_splice_dir *d)
 
 /*
  * Opens d's pipe and, with d->relay_only, grows it as far as the pipe budget
- * allows (splice_pipe_budget.h), or to 1 MiB with d->lift_limits, and caps the unsent bytes dst's send queue
- * holds (MMP_SPLICE_NOTSENT_LOWAT). A pipe that holds less than
+ * allows (splice_pipe_budget.h), or to 1 MiB with d->lift_limits, and caps
+ * the unsent bytes dst's send queue holds (MMP_SPLICE_NOTSENT_LOWAT). A pipe that holds less than
  * MMP_SPLICE_COPY_BYTES (the per-user soft limit gives 8 KiB ones) is closed
  * again: the first-bytes path parks up to that much in one write. Returns 0,
  * or a negative errno with d->pipe_fail and d->pipe_err set.
